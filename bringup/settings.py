@@ -1,0 +1,68 @@
+"""Where bringup finds its external systems: URLs and the *files* that hold credentials.
+
+Settings never hold a secret inline; they name files (mode 0600) that do, so a settings
+object can be logged or shown in ``lab status`` safely. The lab writes such a file for
+itself; a real site writes its own and points ``BRINGUP_CONFIG`` at it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .errors import ConfigError
+from .yamlio import load_file, validation_error
+
+
+def lab_home() -> Path:
+    """The lab's state folder (databases, venvs, logs, generated credentials)."""
+    return Path(os.environ.get("BRINGUP_LAB_HOME", Path.home() / ".local/share/bringup-lab"))
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    site: str = ""
+    netbox_url: str
+    netbox_token_file: Path
+    prefect_api_url: str = ""
+    #: YAML mapping BMC address -> {username, password}, or a "default" entry
+    bmc_credentials_file: Path | None = None
+    #: CA bundle for the BMCs' TLS; None means the system store
+    bmc_ca_bundle: Path | None = None
+    bmc_insecure: bool = False
+    ssh_user: str = "root"
+    ssh_key_file: Path | None = None
+    #: known_hosts with the host keys we expect; never auto-added to
+    ssh_known_hosts: Path | None = None
+    kubeconfig: Path | None = None
+    fleet_profile: Path | None = None
+    image: str = ""
+
+    def netbox_token(self) -> str:
+        try:
+            return self.netbox_token_file.read_text().strip()
+        except OSError as exc:
+            raise ConfigError(f"cannot read the NetBox token file {self.netbox_token_file}: {exc.strerror}",
+                              hint="run `bringup lab up` or fix netbox_token_file in the settings") from None
+
+
+def config_path() -> Path:
+    env = os.environ.get("BRINGUP_CONFIG")
+    if env:
+        return Path(env)
+    return lab_home() / "config.yaml"
+
+
+def load_settings(path: str | Path | None = None) -> Settings:
+    p = Path(path) if path else config_path()
+    if not p.exists():
+        raise ConfigError(f"no settings file at {p}",
+                          hint="run `bringup lab up` for the lab, or set BRINGUP_CONFIG to your site's file")
+    doc = load_file(p)
+    try:
+        return Settings.model_validate(doc.data or {})
+    except ValidationError as exc:
+        raise validation_error(exc, doc, "settings file") from None

@@ -1,0 +1,1 @@
+"""On-node burn-in agent."""
