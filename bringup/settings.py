@@ -17,8 +17,17 @@ from .yamlio import load_file, validation_error
 
 
 def lab_home() -> Path:
-    """The lab's state folder (databases, venvs, logs, generated credentials)."""
-    return Path(os.environ.get("BRINGUP_LAB_HOME", Path.home() / ".local/share/bringup-lab"))
+    """The lab's state folder (databases, venvs, logs, generated credentials).
+
+    As root it is /var/lib/bringup-lab, not under /root: PostgreSQL runs as the postgres
+    user and must be able to reach its data folder.
+    """
+    env = os.environ.get("BRINGUP_LAB_HOME")
+    if env:
+        return Path(env)
+    if os.geteuid() == 0:
+        return Path("/var/lib/bringup-lab")
+    return Path.home() / ".local/share/bringup-lab"
 
 
 class Settings(BaseModel):

@@ -1,0 +1,27 @@
+# The two Quick start commands: `make demo` (the main job on the lab) and `make test`.
+.PHONY: deps demo lab-up lab-down test test-unit lint bench
+
+deps:
+	./scripts/bootstrap
+
+# The main job on the embedded lab: bring the lab up, write the fleet to NetBox, and
+# commission it through the Prefect deployment (see README).
+demo: deps
+	.venv/bin/bringup lab up
+	.venv/bin/bringup lab seed
+	.venv/bin/python -m bringup.demo
+
+lab-up: deps
+	.venv/bin/bringup lab up
+
+lab-down:
+	.venv/bin/bringup lab down
+
+test: deps
+	.venv/bin/pytest -q
+
+test-unit: deps
+	.venv/bin/pytest -q tests/unit
+
+lint:
+	.venv/bin/ruff check bringup lab flows burnin tests bench

@@ -1,0 +1,38 @@
+"""``bringup image``: show and render OS image manifests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from ..image import load_manifest, write_render
+
+app = typer.Typer(no_args_is_help=True, add_completion=False)
+out = Console()
+
+
+@app.command()
+def render(name: str = typer.Argument(..., help="manifest name (images/NAME.yaml) or a path"),
+           out_dir: Path = typer.Option(None, "--out", help="folder for user-data and meta-data"),
+           hostname: str = typer.Option("ubuntu", help="hostname written to meta-data"),
+           authorized_key: list[str] = typer.Option([], "--authorized-key",
+                                                    help="public key allowed to log in (repeatable)")) -> None:
+    """Render the Ubuntu autoinstall seed (user-data, meta-data) of an image manifest."""
+    manifest = load_manifest(name)
+    target = out_dir or Path("build") / "images" / manifest.name
+    for path in write_render(manifest, target, hostname=hostname, authorized_keys=authorized_key):
+        out.print(f"wrote {path}")
+
+
+@app.command()
+def show(name: str = typer.Argument(..., help="manifest name or path")) -> None:
+    """Validate a manifest and print its pinned versions."""
+    m = load_manifest(name)
+    out.print(f"{m.name}: {m.os.distribution} {m.os.release} kernel {m.os.kernel}")
+    out.print(f"  iso {m.iso.url} sha256 {m.iso.sha256}")
+    for comp, version in m.packages.model_dump().items():
+        out.print(f"  {comp:<11} {version}")
+    for pkg, pin in sorted(m.apt.pins.items()):
+        out.print(f"    {pkg}={pin.version}")

@@ -1,0 +1,103 @@
+"""``bringup lab``: run the embedded lab (real NetBox + Prefect, simulated hardware)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from ..fleet import load_fleet
+from ..nbschema import load_schema
+from ..sku import load_skus, nic_counts
+from .common import console, netbox, settings
+
+app = typer.Typer(no_args_is_help=True)
+check_app = typer.Typer(no_args_is_help=True, help="Run conformance checks against the lab's simulators.")
+app.add_typer(check_app, name="check")
+
+
+def _lab(fleet: Path | None = None):
+    from lab.supervisor import Lab  # the lab is optional at import time for the rest of the CLI
+    return Lab(fleet_path=fleet)
+
+
+@app.command()
+def up(fleet: Path = typer.Option(None, help="Fleet profile (default: the last one used, else lab/fleets/lab8.yaml)."),
+       sims: bool = typer.Option(True, help="Also start the simulated hardware (BMCs, nodes, Kubernetes API).")) -> None:
+    """Start (or finish starting) every lab service. Safe to run twice."""
+    lab = _lab(fleet)
+    t0 = time.monotonic()
+    with console.status("starting the lab") as status:
+        timings = lab.up(progress=lambda msg: status.update(msg), with_sims=sims)
+    table = Table("step", "seconds", title="lab up")
+    for step, secs in timings.items():
+        table.add_row(step, f"{secs:.1f}")
+    console.print(table)
+    console.print(f"lab up in {time.monotonic() - t0:.1f}s; settings in {lab.paths.config}")
+    _print_status(lab)
+
+
+@app.command()
+def down() -> None:
+    """Stop every lab service (data stays; `lab up` resumes)."""
+    stopped = _lab().down()
+    console.print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
+
+
+def _print_status(lab) -> bool:
+    table = Table("service", "state", "URL", "credentials kept in")
+    all_up = True
+    for row in lab.status():
+        state = {True: "[green]up[/]", False: "[red]down[/]", None: "[dim]n/a[/]"}[row["up"]]
+        all_up &= row["up"] is not False
+        table.add_row(row["service"], state, row["url"], row["credentials"])
+    console.print(table)
+    return all_up
+
+
+@app.command()
+def status() -> None:
+    """Each service, its URL and where its credentials are kept (never the secrets)."""
+    if not _print_status(_lab()):
+        raise typer.Exit(1)
+
+
+@app.command()
+def seed(fleet: Path = typer.Option(None, help="Fleet profile to write to NetBox."),
+         config: Path = typer.Option(None, help="Settings file.")) -> None:
+    """Write the fleet profile to NetBox: devices in status planned, with MACs and BMC IPs."""
+    lab = _lab(fleet)
+    skus = load_skus()
+    profile = load_fleet(lab.fleet_path, nic_counts(skus))
+    nb = netbox(settings(config))
+    nb.apply_schema(load_schema())
+    report = nb.seed(profile, skus)
+    console.print(f"site {profile.site}: {len(report.created)} devices created, {len(report.existing)} already "
+                  f"there, {report.macs} MAC addresses added")
+
+
+@check_app.command("redfish")
+def check_redfish(node: str = typer.Option(None, help="Node whose BMC to validate (default: the first).")) -> None:
+    """Run DMTF's Redfish Service Validator offline against one simulated BMC."""
+    from lab.bmcsim.check import run_validator
+    lab = _lab()
+    result = run_validator(lab.fleet(), lab.paths.home, node)
+    console.print(f"Redfish Service Validator: pass {result['pass']}, warn {result['warn']}, "
+                  f"fail {result['fail']} (report: {result['report']})")
+    if result["fail"]:
+        raise typer.Exit(1)
+
+
+@check_app.command("kubectl")
+def check_kubectl() -> None:
+    """Drive the lab's Kubernetes API with the machine's real kubectl."""
+    from lab.kubeapi.check import run_kubectl_check
+    steps = run_kubectl_check(_lab().paths.home)
+    table = Table("step", "result")
+    for step, ok, output in steps:
+        table.add_row(step, "[green]ok[/]" if ok else f"[red]FAILED[/] {output[-200:]}")
+    console.print(table)
+    if not all(ok for _, ok, _ in steps):
+        raise typer.Exit(1)

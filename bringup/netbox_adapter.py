@@ -1,0 +1,385 @@
+"""The NetBox adapter: the only module that talks to NetBox (through pynetbox).
+
+It is handed a ``pynetbox.Api`` (see :func:`connect`) and offers what the rest of
+bringup needs: apply the schema, seed a fleet, read what a node should look like, and
+record what we found (stage, status, custom fields, journal entries with evidence).
+
+NetBox 4.7 facts this relies on: choice custom fields read back as ``{value, label}``;
+MAC addresses are objects of their own (``dcim.mac_addresses``) and an interface has a
+``primary_mac_address``; devices have ``role``; v2 API tokens look like ``nbt_<key>.<secret>``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import pynetbox
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
+
+from .errors import AuthError, ConflictError, NetBoxError, NotFoundError
+from .fleet import BMC_IFACE, MGMT_IFACE, FleetProfile
+from .nbschema import MARK, Action, Change, Schema, diff, marked
+from .sku import SkuSpec
+
+DEVICE_ROLE = "gpu-server"
+STAGES = ("planned", "discovered", "provisioned", "burned_in", "judged", "recorded", "admitted", "quarantined")
+
+
+class NetBoxAuthError(NetBoxError, AuthError):
+    pass
+
+
+class NetBoxUnavailable(NetBoxError):
+    transient = True
+
+
+def connect(url: str, token: str, *, timeout: float = 30.0, retries: int = 3) -> pynetbox.api:
+    """A pynetbox API with timeouts and retries (connection errors and 502/503/504 only)."""
+    api = pynetbox.api(url, token=token)
+    session = requests.Session()
+    retry = Retry(total=retries, connect=retries, read=0, status=retries, backoff_factor=0.5,
+                  status_forcelist=(502, 503, 504), allowed_methods=None, raise_on_status=False)
+    session.mount("http://", HTTPAdapter(max_retries=retry, pool_maxsize=32))
+    session.mount("https://", HTTPAdapter(max_retries=retry, pool_maxsize=32))
+    original = session.request
+
+    def request_with_timeout(method, url, **kw):
+        kw.setdefault("timeout", timeout)
+        return original(method, url, **kw)
+
+    session.request = request_with_timeout  # type: ignore[method-assign]
+    api.http_session = session
+    return api
+
+
+def _guard(fn):
+    """Translate pynetbox/requests failures into our error tree."""
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except pynetbox.RequestError as exc:
+            status = getattr(exc.req, "status_code", 0)
+            if status in (401, 403):
+                raise NetBoxAuthError(f"NetBox refused the API token ({status})",
+                                      hint="check netbox_token_file in the settings and the token's permissions") from None
+            if status >= 500:
+                raise NetBoxUnavailable(f"NetBox answered {status}: {exc.error[:300]}") from None
+            raise NetBoxError(f"NetBox rejected the request ({status}): {exc.error[:500]}") from None
+        except requests.ConnectionError as exc:
+            raise NetBoxUnavailable(f"cannot reach NetBox: {exc.__class__.__name__}",
+                                    hint="is it running? `bringup lab status` shows the lab's") from None
+        except requests.Timeout:
+            raise NetBoxUnavailable("NetBox did not answer in time") from None
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+@dataclass
+class SeedReport:
+    created: list[str] = field(default_factory=list)
+    existing: list[str] = field(default_factory=list)
+    macs: int = 0
+
+
+@dataclass
+class NodeRecord:
+    """What NetBox says a node should be, in plain data."""
+
+    id: int
+    name: str
+    site: str
+    rack: str
+    status: str
+    stage: str
+    sku: SkuSpec
+    pool: dict[str, Any]
+    macs: dict[str, str]
+    bmc_address: str
+    address: str
+    serial: str
+    custom_fields: dict[str, Any]
+    url: str
+    tags: list[str]
+
+
+def _value(v: Any) -> Any:
+    return v.get("value") if isinstance(v, dict) and "value" in v else v
+
+
+class NetBox:
+    def __init__(self, api: pynetbox.api) -> None:
+        self.api = api
+
+    # --- schema ---------------------------------------------------------------------
+    @_guard
+    def plan_schema(self, schema: Schema) -> list[Change]:
+        """Every change ``apply_schema`` would make, without writing."""
+        return self._schema_pass(schema, write=False)
+
+    @_guard
+    def apply_schema(self, schema: Schema, *, dry_run: bool = False) -> list[Change]:
+        """Create or update the schema. Conflicts are checked for the whole schema first,
+        so a conflict means nothing was written."""
+        plan = self._schema_pass(schema, write=False)
+        conflicts = [c for c in plan if c.action is Action.CONFLICT]
+        if conflicts:
+            raise ConflictError("NetBox already has objects that differ from the schema and were not "
+                                "created by bringup:\n" + "\n".join("  " + c.describe() for c in conflicts),
+                                hint="rename or delete them in NetBox, or end their description with "
+                                     f"'{MARK}' to let bringup manage them")
+        if dry_run:
+            return plan
+        return self._schema_pass(schema, write=True)
+
+    def _schema_pass(self, schema: Schema, *, write: bool) -> list[Change]:
+        """Walk the schema in dependency order; when ``write``, apply each change at once so
+        later steps find the objects earlier ones created."""
+        a = self.api
+        changes: list[Change] = []
+
+        def upsert(kind: str, endpoint, key: dict, desired: dict, label: str = ""):
+            existing = endpoint.get(**key)
+            change = diff(kind, label or str(next(iter(key.values()))), desired,
+                          existing.serialize() if existing else None)
+            changes.append(change)
+            if write and change.action is Action.CREATE:
+                return endpoint.create({**key, **desired})
+            if write and change.action is Action.UPDATE:
+                existing.update(desired)
+            return existing
+
+        def ref(endpoint, **key) -> int | None:
+            obj = endpoint.get(**key)
+            return obj.id if obj else None
+
+        for cs in schema.choice_sets:
+            upsert("choice set", a.extras.custom_field_choice_sets, {"name": cs["name"]}, {
+                "description": marked(cs.get("description", "")),
+                "extra_choices": [list(c) for c in cs["choices"]]})
+        for cf in schema.custom_fields:
+            desired = {"label": cf.get("label", ""), "type": cf["type"],
+                       "object_types": cf.get("object_types", ["dcim.device"]),
+                       "group_name": cf.get("group_name", ""), "weight": cf.get("weight", 100),
+                       "required": False, "description": marked(cf.get("description", ""))}
+            if cf.get("choice_set"):
+                desired["choice_set"] = ref(a.extras.custom_field_choice_sets, name=cf["choice_set"])
+            upsert("custom field", a.extras.custom_fields, {"name": cf["name"]}, desired)
+        for t in schema.tags:
+            upsert("tag", a.extras.tags, {"slug": t["slug"]}, {
+                "name": t["name"], "color": t.get("color", "9e9e9e"), "description": marked(t.get("description", ""))})
+        for m in schema.manufacturers:
+            upsert("manufacturer", a.dcim.manufacturers, {"slug": m["slug"]}, {
+                "name": m["name"], "description": marked(m.get("description", ""))})
+        for r in schema.device_roles:
+            upsert("device role", a.dcim.device_roles, {"slug": r["slug"]}, {
+                "name": r["name"], "color": r.get("color", "9e9e9e"), "description": marked(r.get("description", ""))})
+        for dt in schema.device_types:
+            dtype = upsert("device type", a.dcim.device_types, {"slug": dt["slug"]}, {
+                "model": dt["model"], "manufacturer": ref(a.dcim.manufacturers, slug=dt["manufacturer"]),
+                "part_number": dt.get("part_number", ""), "u_height": dt.get("u_height", 1),
+                "description": marked(dt.get("description", ""))})
+            for itf in dt["interfaces"]:
+                desired = {"type": itf["type"], "mgmt_only": bool(itf.get("mgmt_only", False)),
+                           "description": marked(itf.get("description", ""))}
+                label = f"{dt['slug']}/{itf['name']}"
+                if dtype is None:  # dry run of a type that does not exist yet
+                    changes.append(diff("interface template", label, desired, None))
+                    continue
+                existing = a.dcim.interface_templates.get(device_type_id=dtype.id, name=itf["name"])
+                change = diff("interface template", label, desired, existing.serialize() if existing else None)
+                changes.append(change)
+                if write and change.action is Action.CREATE:
+                    a.dcim.interface_templates.create({"device_type": dtype.id, "name": itf["name"], **desired})
+                elif write and change.action is Action.UPDATE:
+                    existing.update(desired)
+        for cc in schema.config_contexts:
+            ids = [i for i in (ref(a.dcim.device_types, slug=s) for s in cc.get("device_types", [])) if i]
+            upsert("config context", a.extras.config_contexts, {"name": cc["name"]}, {
+                "weight": cc.get("weight", 1000), "description": marked(cc.get("description", "")),
+                "device_types": ids, "data": cc["data"]})
+        return changes
+
+    # --- seed -----------------------------------------------------------------------
+    @_guard
+    def seed(self, fleet: FleetProfile, skus: dict[str, SkuSpec]) -> SeedReport:
+        """Write a fleet profile to NetBox: site, racks, pools, devices in status planned,
+        their interfaces' MACs and their BMC / management IPs. Safe to run again."""
+        a = self.api
+        report = SeedReport()
+        role = a.dcim.device_roles.get(slug=DEVICE_ROLE)
+        if role is None:
+            raise NotFoundError(f"NetBox has no device role {DEVICE_ROLE!r}",
+                                hint="run `bringup netbox apply` first")
+        site = a.dcim.sites.get(slug=fleet.site) or a.dcim.sites.create(
+            {"name": fleet.site, "slug": fleet.site, "status": "active", "description": marked("")})
+        racks = {}
+        for rack in fleet.racks:
+            racks[rack] = a.dcim.racks.get(site_id=site.id, name=rack) or a.dcim.racks.create(
+                {"name": rack, "site": site.id, "status": "active"})
+        pool_tags = {}
+        for name, pool in fleet.pools.items():
+            slug = f"pool-{name}"
+            tag = a.extras.tags.get(slug=slug) or a.extras.tags.create(
+                {"name": slug, "slug": slug, "color": "607d8b", "description": marked(f"node pool {name}")})
+            pool_tags[name] = tag
+            data = {"bringup_pool": {"name": name, **pool.model_dump()}}
+            cc = a.extras.config_contexts.get(name=slug)
+            if cc is None:
+                a.extras.config_contexts.create({"name": slug, "weight": 2000, "tags": [slug], "data": data,
+                                                 "description": marked(f"node pool {name}")})
+            elif cc.data != data:
+                cc.update({"data": data})
+        dtypes = {dt.slug: dt for dt in a.dcim.device_types.filter(slug=sorted({n.sku for n in fleet.nodes}))}
+        for node in fleet.nodes:
+            dt = dtypes.get(node.sku)
+            if dt is None:
+                raise NotFoundError(f"NetBox has no device type {node.sku!r} (node {node.name})",
+                                    hint="run `bringup netbox apply` first")
+            sku = skus[node.sku]
+            dev = a.dcim.devices.get(name=node.name, site_id=site.id)
+            if dev is None:
+                dev = a.dcim.devices.create({
+                    "name": node.name, "device_type": dt.id, "role": role.id, "site": site.id,
+                    "rack": racks[node.rack].id, "status": "planned", "serial": node.serial,
+                    "tags": [{"slug": pool_tags[node.pool].slug}],
+                    "custom_fields": {"bringup_stage": "planned", "burnin_status": "pending",
+                                      "bios_profile": sku.bios_profile, "image_id": sku.image}})
+                report.created.append(node.name)
+            else:
+                report.existing.append(node.name)
+            report.macs += self._seed_interfaces(dev, node, sku)
+        return report
+
+    def _seed_interfaces(self, dev, node, sku: SkuSpec) -> int:
+        a = self.api
+        ifaces = {i.name: i for i in a.dcim.interfaces.filter(device_id=dev.id)}
+        missing = [n for n in node.interface_names(sku.nics.compute) if n not in ifaces]
+        if missing:
+            raise NetBoxError(f"device {node.name} lacks interfaces {missing} of its device type",
+                              hint="check the device type's interface templates (`bringup netbox apply`)")
+        new_macs = []
+        for name in node.interface_names(sku.nics.compute):
+            itf = ifaces[name]
+            if itf.primary_mac_address is None:
+                new_macs.append({"mac_address": node.mac_of(name), "assigned_object_type": "dcim.interface",
+                                 "assigned_object_id": itf.id})
+        if new_macs:
+            created = a.dcim.mac_addresses.create(new_macs)
+            a.dcim.interfaces.update([{"id": m.assigned_object_id, "primary_mac_address": m.id} for m in created])
+        updates: dict[str, int] = {}
+        for iface, addr, attr in ((BMC_IFACE, node.bmc_address, "oob_ip"), (MGMT_IFACE, node.address, "primary_ip4")):
+            if getattr(dev, attr) is not None:
+                continue
+            ip = a.ipam.ip_addresses.create({"address": f"{addr}/32", "status": "active",
+                                             "assigned_object_type": "dcim.interface",
+                                             "assigned_object_id": ifaces[iface].id,
+                                             "description": f"{node.name} {iface}"})
+            updates[attr] = ip.id
+        if updates:
+            dev.update(updates)
+        return len(new_macs)
+
+    # --- reading what a node should be ----------------------------------------------------
+    @_guard
+    def nodes(self, *, site: str | None = None, rack: str | None = None, tag: str | None = None,
+              names: list[str] | None = None, status: str | None = None) -> list[NodeRecord]:
+        """The GPU servers matching the filters, with everything the pipeline needs."""
+        from .sku import sku_from_context  # local: keeps the import graph flat
+
+        filters: dict[str, Any] = {"role": DEVICE_ROLE}
+        if site:
+            filters["site"] = site
+        if rack:
+            filters["rack_name"] = rack  # NetBox 4.x filters racks by name with rack_name? fall back below
+        if tag:
+            filters["tag"] = tag
+        if names:
+            filters["name"] = names
+        if status:
+            filters["status"] = status
+        rack_filter = filters.pop("rack_name", None)
+        devices = list(self.api.dcim.devices.filter(**filters))
+        if rack_filter:
+            devices = [d for d in devices if d.rack and d.rack.name == rack_filter]
+        if names:
+            missing = sorted(set(names) - {d.name for d in devices})
+            if missing:
+                raise NotFoundError(f"NetBox has no GPU server named {', '.join(missing)}",
+                                    hint="check the names, or seed the fleet (`bringup lab seed`)")
+        if not devices:
+            return []
+        ids = [d.id for d in devices]
+        macs: dict[int, dict[str, str]] = {i: {} for i in ids}
+        for itf in self.api.dcim.interfaces.filter(device_id=ids):
+            if itf.primary_mac_address:
+                macs[itf.device.id][itf.name] = str(itf.primary_mac_address.mac_address).lower()
+        out = []
+        for d in devices:
+            ctx = d.config_context or {}
+            cf = dict(d.custom_fields or {})
+            out.append(NodeRecord(
+                id=d.id, name=d.name, site=d.site.slug, rack=d.rack.name if d.rack else "",
+                status=_value(d.status), stage=_value(cf.get("bringup_stage")) or "planned",
+                sku=sku_from_context(ctx, d.name), pool=ctx.get("bringup_pool", {}), macs=macs[d.id],
+                bmc_address=str(d.oob_ip.address).split("/")[0] if d.oob_ip else "",
+                address=str(d.primary_ip4.address).split("/")[0] if d.primary_ip4 else "",
+                serial=d.serial or "", custom_fields={k: _value(v) for k, v in cf.items()},
+                url=str(d.url).replace("/api/", "/"), tags=[t.slug for t in d.tags]))
+        return out
+
+    # --- recording ------------------------------------------------------------------------
+    @_guard
+    def update_node(self, node_id: int, *, status: str | None = None, stage: str | None = None,
+                    fields: dict[str, Any] | None = None, add_tags: list[str] = (), remove_tags: list[str] = ()) -> None:
+        """Set status, the bring-up stage and other custom fields of one device."""
+        dev = self.api.dcim.devices.get(node_id)
+        if dev is None:
+            raise NotFoundError(f"device #{node_id} is gone from NetBox")
+        cf = dict(fields or {})
+        if stage:
+            if stage not in STAGES:
+                raise ValueError(f"unknown stage {stage!r}")
+            cf["bringup_stage"] = stage
+        body: dict[str, Any] = {}
+        if cf:
+            body["custom_fields"] = cf
+        if status:
+            body["status"] = status
+        if add_tags or remove_tags:
+            tags = {t.slug for t in dev.tags} | set(add_tags)
+            tags -= set(remove_tags)
+            body["tags"] = [{"slug": t} for t in sorted(tags)]
+        if body:
+            dev.update(body)
+
+    @_guard
+    def journal(self, node_id: int, comments: str, kind: str = "info") -> int:
+        """A journal entry on the device: the evidence people read in NetBox's UI."""
+        entry = self.api.extras.journal_entries.create({
+            "assigned_object_type": "dcim.device", "assigned_object_id": node_id,
+            "kind": kind, "comments": comments})
+        return entry.id
+
+    @_guard
+    def journal_entries(self, node_id: int) -> list[dict[str, Any]]:
+        return [{"kind": _value(e.kind), "comments": e.comments, "created": str(e.created)}
+                for e in self.api.extras.journal_entries.filter(assigned_object_type="dcim.device",
+                                                                assigned_object_id=node_id)]
+
+
+def evidence_block(title: str, data: Any, limit: int = 60_000) -> str:
+    """Markdown for a journal entry: a heading and the evidence as fenced JSON."""
+    text = json.dumps(data, indent=2, sort_keys=True, default=str)
+    if len(text) > limit:
+        text = text[:limit] + "\n... (truncated; full document in the Prefect artifacts)"
+    return f"### {title}\n\n```json\n{text}\n```\n"
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")

@@ -1,0 +1,103 @@
+"""Run an external tool with a hard timeout and keep what the evidence needs.
+
+Every tool runs in its own process group so that a hung tool and its children are killed
+together; a tool that is missing, times out or crashes becomes a :class:`ToolRun` the check
+turns into a failed result with the tail of stderr, never an exception or a hang.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+TAIL_CHARS = 2000
+
+
+def tail(text: str, limit: int = TAIL_CHARS) -> str:
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+@dataclass
+class ToolRun:
+    argv: List[str]
+    rc: Optional[int] = None
+    stdout: str = ""
+    stderr: str = ""
+    duration_s: float = 0.0
+    timed_out: bool = False
+    missing: bool = False
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0 and not self.timed_out and not self.missing and not self.error
+
+    def evidence(self) -> Dict[str, object]:
+        return {
+            "command": self.argv,
+            "rc": self.rc,
+            "duration_s": round(self.duration_s, 3),
+            "timed_out": self.timed_out,
+            "missing": self.missing,
+            "stdout_tail": tail(self.stdout),
+            "stderr_tail": tail(self.stderr),
+        }
+
+    def problem(self) -> str:
+        """A one-line reason when the run itself went wrong, else ''."""
+        name = os.path.basename(self.argv[0]) if self.argv else "tool"
+        if self.missing:
+            return f"{name} is not installed or not on PATH"
+        if self.timed_out:
+            return f"{name} did not finish within its timeout and was killed"
+        if self.error:
+            return f"{name} could not be started: {self.error}"
+        if self.rc is not None and self.rc < 0:
+            return f"{name} was killed by signal {-self.rc}"
+        return ""
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_tool(argv: List[str], timeout_s: float, env: Optional[Dict[str, str]] = None,
+             cwd: Optional[str] = None) -> ToolRun:
+    run = ToolRun(argv=list(argv))
+    exe = argv[0] if os.path.sep in argv[0] else shutil.which(argv[0])
+    if not exe or not os.path.exists(exe):
+        run.missing = True
+        return run
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen([exe] + list(argv[1:]), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, env=full_env, cwd=cwd, start_new_session=True)
+    except OSError as exc:
+        run.error = exc.strerror or str(exc)
+        return run
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        run.timed_out = True
+        _kill_group(proc)
+        try:
+            out, err = proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            # a grandchild kept the pipes open; give up on the rest of the output
+            out, err = b"", b""
+    finally:
+        _kill_group(proc)
+    run.rc = proc.returncode
+    run.stdout = out.decode("utf-8", "replace")
+    run.stderr = err.decode("utf-8", "replace")
+    run.duration_s = time.monotonic() - start
+    return run

@@ -1,0 +1,53 @@
+"""``python -m lab.bmcsim serve --fleet FILE --home LAB_HOME``: run every BMC of a fleet."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from bringup.errors import BringupError
+from bringup.fleet import load_fleet
+from bringup.settings import lab_home
+from bringup.sku import load_skus, nic_counts
+
+from .server import FleetSimulator
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lab.bmcsim", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="serve every BMC of the fleet profile")
+    serve.add_argument("--fleet", required=True, type=Path)
+    serve.add_argument("--home", type=Path, default=None, help="lab home (default: $BRINGUP_LAB_HOME)")
+    serve.add_argument("--power-delay", type=float, default=1.0, help="seconds a power transition takes")
+    serve.add_argument("--latency", type=float, default=0.0, help="seconds added to every response")
+    serve.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        skus = load_skus()
+        fleet = load_fleet(args.fleet, nic_counts(skus))
+        sim = FleetSimulator(fleet, skus, args.home or lab_home(), power_delay=args.power_delay,
+                             latency=args.latency)
+    except BringupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: cannot listen: {exc}", file=sys.stderr)
+        return 2
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signal.signal(signal.SIGINT, lambda *_: done.set())
+    sim.start()
+    print(f"bmcsim: serving {len(sim.servers)} BMCs; CA {sim.ca_bundle}", flush=True)
+    done.wait()
+    sim.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

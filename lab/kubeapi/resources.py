@@ -1,0 +1,98 @@
+"""The resource types the stand-in serves, and the discovery documents built from them.
+
+Only what the bringup adapter, ``kubeadm join`` and ``kubectl`` (get / label / taint /
+cordon / drain) use. Field selectors per resource are those the real server indexes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+
+
+@dataclass(frozen=True)
+class Resource:
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    fields: frozenset[str] = field(default_factory=frozenset)
+    subresources: tuple[str, ...] = ()
+
+    @property
+    def group_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def api_version(self) -> str:
+        return self.group_version
+
+
+_META = {"metadata.name", "metadata.namespace"}
+
+RESOURCES: list[Resource] = [
+    Resource("", "v1", "namespaces", "Namespace", False, ("ns",), frozenset(_META | {"status.phase"})),
+    Resource("", "v1", "nodes", "Node", False, ("no",), frozenset(_META | {"spec.unschedulable"}),
+             ("status",)),
+    Resource("", "v1", "pods", "Pod", True, ("po",),
+             frozenset(_META | {"spec.nodeName", "status.phase", "spec.restartPolicy",
+                                "spec.schedulerName", "spec.serviceAccountName", "status.podIP"}),
+             ("eviction", "status")),
+    Resource("", "v1", "secrets", "Secret", True, (), frozenset(_META | {"type"})),
+    Resource("", "v1", "configmaps", "ConfigMap", True, ("cm",), frozenset(_META)),
+    Resource("", "v1", "events", "Event", True, ("ev",),
+             frozenset(_META | {"involvedObject.name", "involvedObject.kind", "reason", "type"})),
+    Resource("apps", "v1", "daemonsets", "DaemonSet", True, ("ds",), frozenset(_META)),
+    Resource("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",), frozenset(_META)),
+    Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",),
+             frozenset(_META), ("status",)),
+]
+
+GROUPS = {"apps": "v1", "policy": "v1"}
+
+
+def find(group: str, version: str, plural: str) -> Resource | None:
+    for r in RESOURCES:
+        if (r.group, r.version, r.plural) == (group, version, plural):
+            return r
+    return None
+
+
+def by_kind(api_version: str, kind: str) -> Resource | None:
+    for r in RESOURCES:
+        if r.api_version == api_version and r.kind == kind:
+            return r
+    return None
+
+
+def resource_list(group: str, version: str) -> dict | None:
+    """``APIResourceList`` of one group/version, including subresources."""
+    items = []
+    for r in RESOURCES:
+        if (r.group, r.version) != (group, version):
+            continue
+        items.append({"name": r.plural, "singularName": r.kind.lower(), "namespaced": r.namespaced,
+                      "kind": r.kind, "verbs": VERBS, "shortNames": list(r.short_names)})
+        for sub in r.subresources:
+            if sub == "eviction":
+                # kubectl drain finds the Eviction API's group/version from this entry
+                items.append({"name": f"{r.plural}/eviction", "singularName": "", "namespaced": True,
+                              "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]})
+            else:
+                items.append({"name": f"{r.plural}/{sub}", "singularName": "", "namespaced": r.namespaced,
+                              "kind": r.kind, "verbs": ["get", "patch", "update"]})
+    if not items:
+        return None
+    gv = f"{group}/{version}" if group else version
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": items}
+
+
+def api_group_list() -> dict:
+    groups = []
+    for g, v in GROUPS.items():
+        gv = {"groupVersion": f"{g}/{v}", "version": v}
+        groups.append({"name": g, "versions": [gv], "preferredVersion": gv})
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}

@@ -1,0 +1,180 @@
+"""In-memory object store with the API server's consistency rules.
+
+Every write bumps one cluster-wide ``resourceVersion`` counter (as etcd's revision does)
+and stamps it on the object; an update or patch that carries a stale
+``metadata.resourceVersion`` is refused with 409 Conflict. Lists carry the current
+counter. The store can snapshot itself to a JSON file so the lab survives restarts.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+import os
+import threading
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .resources import Resource
+
+
+class ApiStatus(Exception):
+    """An API error answered as a ``Status`` object."""
+
+    REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
+               405: "MethodNotAllowed", 409: "Conflict", 415: "UnsupportedMediaType",
+               422: "Invalid", 429: "TooManyRequests", 500: "InternalError"}
+
+    def __init__(self, code: int, message: str, *, reason: str = "", details: dict | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.reason = reason or self.REASONS.get(code, "Unknown")
+        self.details = details
+
+    def body(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                               "message": self.message, "reason": self.reason, "code": self.code}
+        if self.details:
+            out["details"] = self.details
+        return out
+
+
+def now_rfc3339() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def not_found(res: Resource, name: str) -> ApiStatus:
+    what = f"{res.plural}.{res.group}" if res.group else res.plural
+    return ApiStatus(404, f'{what} "{name}" not found',
+                     details={"name": name, "group": res.group, "kind": res.plural})
+
+
+Key = tuple[str, str, str]  # (group/plural, namespace, name)
+
+
+def _rkey(res: Resource) -> str:
+    return f"{res.group}/{res.plural}"
+
+
+class Store:
+    def __init__(self, snapshot: Path | None = None) -> None:
+        self.lock = threading.RLock()
+        self.objects: dict[Key, dict[str, Any]] = {}
+        self.rv = 0
+        self.snapshot = snapshot
+        #: called with (resource, old, new) after every write, under the lock
+        self.hooks: list[Callable[[Resource, dict | None, dict | None], None]] = []
+        if snapshot and snapshot.exists():
+            data = json.loads(snapshot.read_text())
+            self.rv = int(data.get("resourceVersion", 0))
+            for item in data.get("objects", []):
+                self.objects[(item["key"][0], item["key"][1], item["key"][2])] = item["object"]
+
+    # --- persistence ---------------------------------------------------------------
+    def save(self) -> None:
+        if not self.snapshot:
+            return
+        data = {"resourceVersion": self.rv,
+                "objects": [{"key": list(k), "object": v} for k, v in self.objects.items()]}
+        tmp = self.snapshot.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, self.snapshot)
+
+    # --- primitives ----------------------------------------------------------------
+    def _bump(self, obj: dict[str, Any]) -> None:
+        self.rv += 1
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+
+    def _emit(self, res: Resource, old: dict | None, new: dict | None) -> None:
+        for hook in self.hooks:
+            hook(res, old, new)
+
+    def get(self, res: Resource, namespace: str, name: str) -> dict[str, Any]:
+        with self.lock:
+            obj = self.objects.get((_rkey(res), namespace, name))
+            if obj is None:
+                raise not_found(res, name)
+            return copy.deepcopy(obj)
+
+    def find(self, res: Resource, namespace: str, name: str) -> dict[str, Any] | None:
+        with self.lock:
+            obj = self.objects.get((_rkey(res), namespace, name))
+            return copy.deepcopy(obj) if obj else None
+
+    def list(self, res: Resource, namespace: str | None,
+             pred: Callable[[dict[str, Any]], bool] = lambda o: True) -> tuple[list[dict[str, Any]], str]:
+        with self.lock:
+            items = [copy.deepcopy(o) for (rk, ns, _), o in sorted(self.objects.items())
+                     if rk == _rkey(res) and (namespace is None or ns == namespace) and pred(o)]
+            return items, str(self.rv)
+
+    def create(self, res: Resource, namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
+        with self.lock:
+            meta = obj.setdefault("metadata", {})
+            if not meta.get("name") and meta.get("generateName"):
+                meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+            name = meta.get("name")
+            if not name:
+                raise ApiStatus(422, f"{res.kind} is invalid: metadata.name: Required value: name or "
+                                     "generateName is required")
+            if res.namespaced:
+                meta["namespace"] = namespace
+            else:
+                meta.pop("namespace", None)
+            key = (_rkey(res), namespace if res.namespaced else "", name)
+            if key in self.objects:
+                what = f"{res.plural}.{res.group}" if res.group else res.plural
+                raise ApiStatus(409, f'{what} "{name}" already exists', reason="AlreadyExists",
+                                details={"name": name, "group": res.group, "kind": res.plural})
+            obj["apiVersion"], obj["kind"] = res.api_version, res.kind
+            meta["uid"] = str(uuid.uuid4())
+            meta["creationTimestamp"] = now_rfc3339()
+            meta.pop("resourceVersion", None)
+            self._bump(obj)
+            self.objects[key] = obj
+            self._emit(res, None, obj)
+            self.save()
+            return copy.deepcopy(self.objects[key])
+
+    def replace(self, res: Resource, namespace: str, name: str, obj: dict[str, Any],
+                *, check_rv: bool = True) -> dict[str, Any]:
+        """PUT semantics: identity fields are kept; a stale resourceVersion is a 409."""
+        with self.lock:
+            key = (_rkey(res), namespace if res.namespaced else "", name)
+            cur = self.objects.get(key)
+            if cur is None:
+                raise not_found(res, name)
+            meta = obj.setdefault("metadata", {})
+            if meta.get("name", name) != name:
+                raise ApiStatus(400, f"the name of the object ({meta.get('name')}) does not match the name on "
+                                     f"the URL ({name})")
+            sent_rv = meta.get("resourceVersion")
+            if check_rv and sent_rv and sent_rv != cur["metadata"]["resourceVersion"]:
+                what = f"{res.plural}.{res.group}" if res.group else res.plural
+                raise ApiStatus(409, f'Operation cannot be fulfilled on {what} "{name}": the object has been '
+                                     "modified; please apply your changes to the latest version and try again",
+                                details={"name": name, "group": res.group, "kind": res.plural})
+            for k in ("name", "uid", "creationTimestamp", "namespace"):
+                if k in cur["metadata"]:
+                    meta[k] = cur["metadata"][k]
+            obj["apiVersion"], obj["kind"] = res.api_version, res.kind
+            self._bump(obj)
+            self.objects[key] = obj
+            self._emit(res, cur, obj)
+            self.save()
+            return copy.deepcopy(obj)
+
+    def delete(self, res: Resource, namespace: str, name: str) -> dict[str, Any]:
+        with self.lock:
+            key = (_rkey(res), namespace if res.namespaced else "", name)
+            cur = self.objects.pop(key, None)
+            if cur is None:
+                raise not_found(res, name)
+            self.rv += 1
+            self._emit(res, cur, None)
+            self.save()
+            return cur

@@ -1,0 +1,77 @@
+"""Where the lab keeps its state, and its fixed loopback ports."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from bringup.settings import lab_home
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+NETBOX_VERSION = "4.7.3"
+
+PG_PORT = 55432
+REDIS_PORT = 56379
+NETBOX_PORT = 58080
+PREFECT_PORT = 54200
+KUBE_PORT = 56443
+HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class LabPaths:
+    home: Path
+
+    @classmethod
+    def default(cls) -> "LabPaths":
+        return cls(lab_home())
+
+    @property
+    def run(self) -> Path:
+        return self.home / "run"
+
+    @property
+    def logs(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def secrets(self) -> Path:
+        return self.home / "secrets"
+
+    @property
+    def config(self) -> Path:
+        return self.home / "config.yaml"
+
+    @property
+    def pg(self) -> Path:
+        return self.home / "pg"
+
+    @property
+    def netbox(self) -> Path:
+        return self.home / f"netbox-{NETBOX_VERSION}"
+
+    @property
+    def prefect(self) -> Path:
+        return self.home / "prefect"
+
+    def ensure(self) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        # the postgres user must traverse the home to reach pg/
+        os.chmod(self.home, 0o755)
+        for d in (self.run, self.logs):
+            d.mkdir(exist_ok=True)
+        self.secrets.mkdir(exist_ok=True)
+        os.chmod(self.secrets, 0o700)
+
+    def secret(self, name: str, *, length: int = 32, factory=None) -> str:
+        """Read a generated secret, creating it (mode 0600) on first use."""
+        path = self.secrets / name
+        if not path.exists():
+            self.ensure()
+            value = factory() if factory else secrets.token_urlsafe(length)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(value + "\n")
+        return path.read_text().strip()

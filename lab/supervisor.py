@@ -1,0 +1,179 @@
+"""``bringup lab up | down | status``: bring the whole lab up, idempotently.
+
+Real services first (PostgreSQL, Redis, NetBox, Prefect), then the simulated hardware
+of the fleet profile (BMC simulator, node sshds, Kubernetes API stand-in). Each step
+skips what is already there, so a second ``up`` is quick and changes nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from bringup.fleet import FleetProfile, load_fleet
+from bringup.sku import load_skus, nic_counts
+
+from . import procs
+from .netbox_server import LIVE_DB, NetBox
+from .paths import HOST, KUBE_PORT, NETBOX_PORT, PG_PORT, REDIS_PORT, REPO_ROOT, LabPaths
+from .postgres import Postgres
+from .prefect_server import PrefectServer
+from .redis import Redis
+
+DEFAULT_FLEET = REPO_ROOT / "lab" / "fleets" / "lab8.yaml"
+
+
+@dataclass
+class SimService:
+    """A simulated-hardware service: ``python -m lab.<module> serve --fleet F --home H``."""
+
+    name: str
+    module: str
+    ready: Callable[[FleetProfile], bool]
+    timeout: float = 60.0
+
+    def available(self) -> bool:
+        return (REPO_ROOT / "lab" / self.module / "__main__.py").exists()
+
+
+def _all_bmcs_up(fleet: FleetProfile) -> bool:
+    return all(procs.port_open(n.bmc_address, n.bmc_port) for n in fleet.nodes)
+
+
+SIM_SERVICES = [
+    SimService("bmcsim", "bmcsim", _all_bmcs_up),
+    SimService("nodes", "nodes", lambda fleet: True),  # nodes answer SSH only once installed
+    SimService("kubeapi", "kubeapi", lambda fleet: procs.port_open(HOST, KUBE_PORT)),
+]
+
+
+class Lab:
+    def __init__(self, paths: LabPaths | None = None, fleet_path: Path | None = None) -> None:
+        self.paths = paths or LabPaths.default()
+        self.pg = Postgres(self.paths)
+        self.redis = Redis(self.paths)
+        self.netbox = NetBox(self.paths, self.pg)
+        self.prefect = PrefectServer(self.paths)
+        self._fleet_path = fleet_path
+
+    @property
+    def fleet_path(self) -> Path:
+        if self._fleet_path:
+            return self._fleet_path
+        remembered = self.paths.home / "fleet-path"
+        if remembered.exists():
+            return Path(remembered.read_text().strip())
+        return DEFAULT_FLEET
+
+    def fleet(self) -> FleetProfile:
+        return load_fleet(self.fleet_path, nic_counts(load_skus()))
+
+    def up(self, progress: Callable[[str], None] = print, with_sims: bool = True) -> dict[str, float]:
+        """Start everything; returns seconds spent per step."""
+        timings: dict[str, float] = {}
+
+        def step(name: str, fn: Callable[[], object]) -> None:
+            t = time.monotonic()
+            progress(f"{name}...")
+            fn()
+            timings[name] = time.monotonic() - t
+
+        fleet = self.fleet()  # validate before starting anything
+        self.paths.ensure()
+        (self.paths.home / "fleet-path").write_text(str(self.fleet_path.resolve()) + "\n")
+        step("postgresql", self.pg.start)
+        step("redis", self.redis.start)
+        step("netbox install", self.netbox.ensure_venv)
+        step("netbox config", self.netbox.write_config)
+        step("netbox pristine db", lambda: self.netbox.ensure_pristine(progress))
+        step("netbox db", self.netbox.ensure_db)
+        step("netbox server", self.netbox.start)
+        step("prefect server", self.prefect.start)
+        if with_sims:
+            for svc in SIM_SERVICES:
+                if svc.available():
+                    step(svc.name, lambda svc=svc: self._start_sim(svc, fleet))
+        self.write_settings(fleet)
+        return timings
+
+    def _start_sim(self, svc: SimService, fleet: FleetProfile) -> None:
+        procs.start(svc.name, [sys.executable, "-m", f"lab.{svc.module}", "serve",
+                               "--fleet", str(self.fleet_path), "--home", str(self.paths.home)],
+                    run_dir=self.paths.run, log_dir=self.paths.logs, cwd=REPO_ROOT)
+        procs.wait_until(lambda: svc.ready(fleet), timeout=svc.timeout, what=svc.name,
+                         log=self.paths.logs / f"{svc.name}.log",
+                         alive=lambda: procs.pid_of(self.paths.run, svc.name) is not None)
+
+    def down(self) -> list[str]:
+        stopped = []
+        for svc in reversed(SIM_SERVICES):
+            if procs.stop(svc.name, self.paths.run):
+                stopped.append(svc.name)
+        if self.prefect.stop():
+            stopped.append("prefect")
+        if self.netbox.stop():
+            stopped.append("netbox")
+        if self.redis.stop():
+            stopped.append("redis")
+        if self.pg.stop():
+            stopped.append("postgresql")
+        return stopped
+
+    def settings_dict(self, fleet: FleetProfile) -> dict:
+        s = self.paths.secrets
+        pki = self.paths.home / "pki" / "ca.pem"
+        kubeconfig = self.paths.home / "kube" / "kubeconfig"
+        return {
+            "site": fleet.site,
+            "netbox_url": self.netbox.url(),
+            "netbox_token_file": str(s / "netbox-token"),
+            "prefect_api_url": self.prefect.api_url,
+            "bmc_credentials_file": str(s / "bmc.yaml"),
+            "bmc_ca_bundle": str(pki),
+            "ssh_user": "root",
+            "ssh_key_file": str(s / "id_ed25519"),
+            "ssh_known_hosts": str(s / "known_hosts"),
+            "kubeconfig": str(kubeconfig),
+            "fleet_profile": str(self.fleet_path.resolve()),
+            "image": "ubuntu-2404-cuda128",
+        }
+
+    def write_settings(self, fleet: FleetProfile) -> Path:
+        self.paths.config.write_text("# written by `bringup lab up`; holds paths to secrets, never secrets\n"
+                                     + yaml.safe_dump(self.settings_dict(fleet), sort_keys=False))
+        return self.paths.config
+
+    def status(self) -> list[dict]:
+        """One row per service: name, state, URL, where its credentials are kept."""
+        s = self.paths.secrets
+        rows = [
+            {"service": "postgresql", "up": procs.port_open(HOST, PG_PORT),
+             "url": f"postgresql://bringup@{HOST}:{PG_PORT}/{LIVE_DB}", "credentials": str(s / "postgres-password")},
+            {"service": "redis", "up": procs.port_open(HOST, REDIS_PORT), "url": f"redis://{HOST}:{REDIS_PORT}",
+             "credentials": "-"},
+            {"service": "netbox", "up": self.netbox.ready(),
+             "url": self.netbox.url(NETBOX_PORT),
+             "credentials": f"user admin: {s / 'netbox-admin-password'}; API token: {s / 'netbox-token'}"},
+            {"service": "prefect", "up": self.prefect.healthy(), "url": self.prefect.url, "credentials": "-"},
+        ]
+        try:
+            fleet = self.fleet()
+        except Exception:
+            fleet = None
+        for svc in SIM_SERVICES:
+            if not svc.available():
+                rows.append({"service": svc.name, "up": None, "url": "-", "credentials": "not built yet"})
+                continue
+            up = procs.pid_of(self.paths.run, svc.name) is not None and (fleet is None or svc.ready(fleet))
+            url = {"bmcsim": f"https://<bmc_address>:8443 ({len(fleet.nodes) if fleet else '?'} BMCs)",
+                   "nodes": "ssh://root@<address>:2222",
+                   "kubeapi": f"https://{HOST}:{KUBE_PORT}"}[svc.name]
+            cred = {"bmcsim": str(s / "bmc.yaml"), "nodes": str(s / "id_ed25519"),
+                    "kubeapi": str(self.paths.home / "kube" / "kubeconfig")}[svc.name]
+            rows.append({"service": svc.name, "up": up, "url": url, "credentials": cred})
+        return rows

@@ -1,0 +1,100 @@
+"""Session fixtures that start the lab's real services for integration tests.
+
+Tests share the lab's PostgreSQL cluster and its pristine NetBox database (so they never
+migrate), but run their own NetBox server on another port and database, and their own
+Prefect server, so a developer's running lab is left alone.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bringup.fleet import load_fleet
+from bringup.netbox_adapter import NetBox, connect
+from bringup.sku import load_skus, nic_counts
+
+REPO = Path(__file__).resolve().parent.parent
+TEST_NETBOX_PORT = 58081
+TEST_NETBOX_DB = "netbox_test"
+TEST_REDIS_DB = 4
+TEST_PREFECT_PORT = 54201
+
+
+@pytest.fixture(scope="session")
+def lab_paths():
+    from lab.paths import LabPaths
+    paths = LabPaths.default()
+    paths.ensure()
+    return paths
+
+
+@pytest.fixture(scope="session")
+def postgres(lab_paths):
+    from lab.postgres import Postgres
+    from lab.redis import Redis
+    pg = Postgres(lab_paths)
+    pg.start()
+    Redis(lab_paths).start()
+    return pg
+
+
+@pytest.fixture(scope="session")
+def netbox_server(lab_paths, postgres):
+    """A real NetBox on its own port, over a clone of the pristine database."""
+    from lab.netbox_server import PRISTINE_DB, NetBox as NetBoxServer
+    srv = NetBoxServer(lab_paths, postgres)
+    srv.ensure_venv()
+    srv.write_config()
+    srv.ensure_pristine()
+    postgres.clone(PRISTINE_DB, TEST_NETBOX_DB)
+    srv.start(name="netbox-test", port=TEST_NETBOX_PORT, db=TEST_NETBOX_DB, redis_db=TEST_REDIS_DB, workers=2)
+    yield srv
+    srv.stop("netbox-test")
+
+
+def _flush_redis(db: int) -> None:
+    from lab.paths import HOST, REDIS_PORT
+    for n in (db, db + 1):
+        subprocess.run(["redis-cli", "-h", HOST, "-p", str(REDIS_PORT), "-n", str(n), "FLUSHDB"],
+                       capture_output=True, check=False)
+
+
+@pytest.fixture
+def netbox_url(netbox_server):
+    return netbox_server.url(TEST_NETBOX_PORT)
+
+
+@pytest.fixture
+def netbox_token(lab_paths):
+    return (lab_paths.secrets / "netbox-token").read_text().strip()
+
+
+@pytest.fixture
+def netbox(netbox_server, postgres, netbox_url, netbox_token) -> NetBox:
+    """A NetBox adapter on a fresh clone of the pristine database (about 0.2 s)."""
+    from lab.netbox_server import PRISTINE_DB
+    postgres.clone(PRISTINE_DB, TEST_NETBOX_DB)
+    _flush_redis(TEST_REDIS_DB)
+    return NetBox(connect(netbox_url, netbox_token))
+
+
+@pytest.fixture(scope="session")
+def skus():
+    return load_skus()
+
+
+@pytest.fixture(scope="session")
+def lab8(skus):
+    return load_fleet(REPO / "lab" / "fleets" / "lab8.yaml", nic_counts(skus))
+
+
+@pytest.fixture(scope="session")
+def prefect_server(lab_paths):
+    from lab.prefect_server import PrefectServer
+    srv = PrefectServer(lab_paths, name="prefect-test", home=lab_paths.home / "prefect-test", port=TEST_PREFECT_PORT)
+    srv.start()
+    yield srv
+    srv.stop()
