@@ -109,7 +109,10 @@ class NodeRecord:
 
 
 def _value(v: Any) -> Any:
-    return v.get("value") if isinstance(v, dict) and "value" in v else v
+    """A choice field's value, whether it came as ``{value, label}`` or a pynetbox object."""
+    if isinstance(v, dict) and "value" in v:
+        return v["value"]
+    return getattr(v, "value", v)
 
 
 class NetBox:

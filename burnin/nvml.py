@@ -6,7 +6,7 @@ NVML's own error string, which the check reports as evidence.
 """
 
 import threading
-from typing import Any, List, Optional
+from typing import Any
 
 
 class Unsupported(Exception):
@@ -19,7 +19,7 @@ class NvmlFailure(Exception):
 
 class Nvml:
     def __init__(self) -> None:
-        self.error: Optional[str] = None
+        self.error: str | None = None
         self.pynvml: Any = None
         self._lock = threading.Lock()
         try:
@@ -61,7 +61,7 @@ class Nvml:
     def is_code(self, exc: Exception, const: str) -> bool:
         return const in str(exc) if exc else False
 
-    def handles(self) -> List[Any]:
+    def handles(self) -> list[Any]:
         n = self.call("nvmlDeviceGetCount")
         return [self.call("nvmlDeviceGetHandleByIndex", i) for i in range(n)]
 
@@ -77,5 +77,5 @@ class Nvml:
         if self.ok:
             try:
                 self.pynvml.nvmlShutdown()
-            except Exception:  # noqa: BLE001 - shutting down, nothing to report
+            except Exception:  # noqa: BLE001,S110 - shutting down, nothing to report
                 pass

@@ -10,8 +10,7 @@ import shutil
 import signal
 import subprocess
 import time
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from dataclasses import dataclass
 
 TAIL_CHARS = 2000
 
@@ -22,8 +21,8 @@ def tail(text: str, limit: int = TAIL_CHARS) -> str:
 
 @dataclass
 class ToolRun:
-    argv: List[str]
-    rc: Optional[int] = None
+    argv: list[str]
+    rc: int | None = None
     stdout: str = ""
     stderr: str = ""
     duration_s: float = 0.0
@@ -35,7 +34,7 @@ class ToolRun:
     def ok(self) -> bool:
         return self.rc == 0 and not self.timed_out and not self.missing and not self.error
 
-    def evidence(self) -> Dict[str, object]:
+    def evidence(self) -> dict[str, object]:
         return {
             "command": self.argv,
             "rc": self.rc,
@@ -67,8 +66,8 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def run_tool(argv: List[str], timeout_s: float, env: Optional[Dict[str, str]] = None,
-             cwd: Optional[str] = None) -> ToolRun:
+def run_tool(argv: list[str], timeout_s: float, env: dict[str, str] | None = None,
+             cwd: str | None = None) -> ToolRun:
     run = ToolRun(argv=list(argv))
     exe = argv[0] if os.path.sep in argv[0] else shutil.which(argv[0])
     if not exe or not os.path.exists(exe):

@@ -8,7 +8,7 @@ errors for the whole run.
 
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from .nvml import Nvml, NvmlFailure, Unsupported
 
@@ -16,18 +16,18 @@ XID_EVENT = 0x8  # nvmlEventTypeXidCriticalError
 
 
 class Sampler:
-    def __init__(self, nvml: Nvml, handles: List[Any], interval_s: float) -> None:
+    def __init__(self, nvml: Nvml, handles: list[Any], interval_s: float) -> None:
         self.nvml = nvml
         self.handles = handles
         self.interval_s = max(0.05, interval_s)
-        self.samples: List[Dict[str, Any]] = []
+        self.samples: list[dict[str, Any]] = []
         self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
 
     def sample_once(self) -> None:
         n = self.nvml
         for i, h in enumerate(self.handles):
-            s: Dict[str, Any] = {"gpu": i, "t": time.time()}
+            s: dict[str, Any] = {"gpu": i, "t": time.time()}
             for key, fn, args in (
                 ("temp_c", "nvmlDeviceGetTemperature", (h, 0)),
                 ("power_mw", "nvmlDeviceGetPowerUsage", (h,)),
@@ -61,15 +61,15 @@ class Sampler:
 
 
 class XidWatcher:
-    def __init__(self, nvml: Nvml, handles: List[Any], wait_ms: int = 200) -> None:
+    def __init__(self, nvml: Nvml, handles: list[Any], wait_ms: int = 200) -> None:
         self.nvml = nvml
         self.handles = handles
         self.wait_ms = wait_ms
-        self.events: List[Dict[str, Any]] = []
-        self.error: Optional[str] = None
-        self.unsupported_gpus: List[int] = []
+        self.events: list[dict[str, Any]] = []
+        self.error: str | None = None
+        self.unsupported_gpus: list[int] = []
         self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
         self._set = None
 
     def start(self) -> None:

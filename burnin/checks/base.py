@@ -8,7 +8,7 @@ its job: tool missing, output unreadable, NVML down). Only ``pass`` counts as pa
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from ..nvml import Nvml
 from ..proc import ToolRun, run_tool
@@ -19,10 +19,10 @@ class CheckResult:
     name: str
     status: str = "pass"
     summary: str = ""
-    findings: List[Dict[str, Any]] = field(default_factory=list)
-    metrics: Dict[str, Any] = field(default_factory=dict)
-    data: Dict[str, Any] = field(default_factory=dict)
-    evidence: List[Dict[str, Any]] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)
+    evidence: list[dict[str, Any]] = field(default_factory=list)
     started: float = 0.0
     duration_s: float = 0.0
 
@@ -55,7 +55,7 @@ class CheckResult:
             self.error("tool_crashed", problem, tool=name)
         return True
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         if not self.summary:
             bad = [f["message"] for f in self.findings if f["severity"] != "info"]
             self.summary = "; ".join(bad[:3]) if bad else self.status
@@ -74,27 +74,27 @@ def _iso(t: float) -> str:
 class Context:
     """What checks share: the plan, NVML, GPU handles and the telemetry of the stress phase."""
 
-    def __init__(self, plan: Dict[str, Any], nvml: Nvml) -> None:
+    def __init__(self, plan: dict[str, Any], nvml: Nvml) -> None:
         self.plan = plan
         self.nvml = nvml
-        self.handles: List[Any] = []
-        self.samples: List[Dict[str, Any]] = []
+        self.handles: list[Any] = []
+        self.samples: list[dict[str, Any]] = []
         self.xid_watcher: Any = None
-        self.results: Dict[str, CheckResult] = {}
+        self.results: dict[str, CheckResult] = {}
 
     @property
-    def expect(self) -> Dict[str, Any]:
+    def expect(self) -> dict[str, Any]:
         return self.plan.get("expect") or {}
 
     @property
-    def limits(self) -> Dict[str, Any]:
+    def limits(self) -> dict[str, Any]:
         return self.plan.get("limits") or {}
 
-    def tool(self, key: str) -> Dict[str, Any]:
+    def tool(self, key: str) -> dict[str, Any]:
         return (self.plan.get("tools") or {}).get(key) or {}
 
-    def run(self, key: str, default_cmd: str, default_args: List[str], default_timeout: float,
-            extra: Optional[List[str]] = None) -> ToolRun:
+    def run(self, key: str, default_cmd: str, default_args: list[str], default_timeout: float,
+            extra: list[str] | None = None) -> ToolRun:
         spec = self.tool(key)
         argv = [spec.get("path") or default_cmd] + list(spec.get("args", default_args)) + list(extra or [])
         return run_tool(argv, float(spec.get("timeout_s", default_timeout)), env=spec.get("env"))
@@ -104,7 +104,7 @@ class Check:
     name = "check"
     needs_gpu = False
 
-    def supported(self, ctx: Context) -> Optional[str]:
+    def supported(self, ctx: Context) -> str | None:
         """None when the check can run here, else why not (-> ``unsupported``)."""
         return None
 

@@ -1,7 +1,7 @@
 """NVML checks: inventory, ECC and memory health, NVLink, and (from the samples taken under
 load) PCIe link state and clock event reasons."""
 
-from typing import Any, Dict, List
+from typing import Any
 
 from ..nvml import NvmlFailure, Unsupported
 from .base import Check, CheckResult, Context
@@ -20,7 +20,7 @@ NVML_ARCH_AMPERE = 7
 NVLINK_COUNTERS = {0: "replay", 1: "recovery", 2: "crc_flit", 3: "crc_data"}
 
 
-def reason_names(mask: int) -> List[str]:
+def reason_names(mask: int) -> list[str]:
     return [name for bit, name in REASON_BITS.items() if mask & bit]
 
 
@@ -38,7 +38,7 @@ class InventoryCheck(GpuCheck):
         n = ctx.nvml
         gpus = []
         for i, h in enumerate(ctx.handles):
-            g: Dict[str, Any] = {"index": i}
+            g: dict[str, Any] = {"index": i}
             for key, fn in (("name", "nvmlDeviceGetName"), ("uuid", "nvmlDeviceGetUUID"),
                             ("serial", "nvmlDeviceGetSerial"), ("vbios", "nvmlDeviceGetVbiosVersion")):
                 g[key] = n.opt(fn, h)
@@ -88,7 +88,7 @@ class EccCheck(GpuCheck):
         per_gpu = []
         supported_any = False
         for i, h in enumerate(ctx.handles):
-            g: Dict[str, Any] = {"gpu": i}
+            g: dict[str, Any] = {"gpu": i}
             mode = n.opt("nvmlDeviceGetEccMode", h)
             if mode is not None:
                 supported_any = True
@@ -238,8 +238,8 @@ class ClocksCheck(GpuCheck):
 
     def run(self, ctx: Context, r: CheckResult) -> None:
         max_temp = ctx.limits.get("max_temp_c")
-        temps: List[int] = []
-        powers: List[int] = []
+        temps: list[int] = []
+        powers: list[int] = []
         thermal, brake = set(), set()
         per_gpu = []
         for i, _ in enumerate(ctx.handles):

@@ -8,7 +8,7 @@ import glob
 import os
 import re
 import tempfile
-from typing import Any, Dict
+from typing import Any
 
 from ..parsers import UnparseableOutput
 from ..parsers.system import parse_fio_json, parse_ibstat, parse_stress_ng
@@ -90,7 +90,7 @@ class NetworkCheck(Check):
         exp = ctx.expect
         want_ports = exp.get("ib_ports")
         want_rate = exp.get("ib_rate_gbps")
-        ports: Dict[str, Dict[str, Any]] = {}
+        ports: dict[str, dict[str, Any]] = {}
         for pdir in sorted(glob.glob(os.path.join(root, "sys/class/infiniband/*/ports/*"))):
             ca = pdir.split(os.sep)[-3]
             port = pdir.split(os.sep)[-1]

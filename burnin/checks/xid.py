@@ -4,7 +4,7 @@ Which XIDs are fatal comes from the plan (rendered from bringup/data/thresholds.
 other XID is reported as information.
 """
 
-from typing import Any, Dict, List
+from typing import Any
 
 from ..parsers.system import parse_kernel_xids
 from .base import Check, CheckResult, Context
@@ -16,7 +16,7 @@ class XidCheck(Check):
 
     def run(self, ctx: Context, r: CheckResult) -> None:
         fatal = {int(x) for x in ctx.limits.get("fatal_xids", [])}
-        events: List[Dict[str, Any]] = []
+        events: list[dict[str, Any]] = []
         sources = []
         w = ctx.xid_watcher
         if w is not None and not w.error:

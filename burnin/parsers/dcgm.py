@@ -8,7 +8,6 @@ we do not recognise raises :class:`UnparseableOutput` rather than passing.
 """
 
 import json
-from typing import Dict, List, Optional
 
 from . import UnparseableOutput
 
@@ -22,13 +21,13 @@ def _status(raw: object) -> str:
     return STATUSES.get(str(raw or "").strip().lower(), "unknown")
 
 
-def _worst(statuses: List[str]) -> str:
+def _worst(statuses: list[str]) -> str:
     if not statuses:
         return "not_run"
     return min(statuses, key=_RANK.index)
 
 
-def _load(text: str) -> Dict[str, object]:
+def _load(text: str) -> dict[str, object]:
     start = text.find("{")  # dcgmi may print a banner line before the document
     if start < 0:
         raise UnparseableOutput("no JSON object in the output")
@@ -41,7 +40,7 @@ def _load(text: str) -> Dict[str, object]:
     return doc
 
 
-def parse_dcgm_diag(text: str) -> Dict[str, object]:
+def parse_dcgm_diag(text: str) -> dict[str, object]:
     """Returns ``{"version", "format": "3.x"|"4.x", "tests": [{name, category, status,
     gpus: {gpu: status}, warnings: [..]}], "runtime_error"}``."""
     doc = _load(text)
@@ -68,8 +67,8 @@ def parse_dcgm_diag(text: str) -> Dict[str, object]:
         for ti, test in enumerate(cat["tests"]):
             if not isinstance(test, dict) or "name" not in test:
                 raise UnparseableOutput(f"test_categories[{ci}].tests[{ti}] has no name")
-            gpus: Dict[str, str] = {}
-            warnings: List[str] = []
+            gpus: dict[str, str] = {}
+            warnings: list[str] = []
             for res in test.get("results") or []:
                 if not isinstance(res, dict):
                     continue
@@ -81,9 +80,8 @@ def parse_dcgm_diag(text: str) -> Dict[str, object]:
                     msg = w.get("warning") if isinstance(w, dict) else w
                     if msg:
                         warnings.append(str(msg))
-                for key in ("warning", "info"):
-                    if isinstance(res.get(key), str) and key == "warning":
-                        warnings.append(res[key])
+                if isinstance(res.get("warning"), str):  # 3.x puts a single warning string here
+                    warnings.append(res["warning"])
             summary = test.get("test_summary")
             if isinstance(summary, dict) and summary.get("status"):
                 status = _status(summary.get("status"))
@@ -95,10 +93,10 @@ def parse_dcgm_diag(text: str) -> Dict[str, object]:
             "runtime_error": str(runtime_error) if runtime_error else None}
 
 
-def failing_gpus(test: Dict[str, object]) -> List[str]:
+def failing_gpus(test: dict[str, object]) -> list[str]:
     return sorted(g for g, s in test["gpus"].items() if s in ("fail", "warn"))  # type: ignore[union-attr]
 
 
-def overall(parsed: Dict[str, object]) -> Optional[str]:
+def overall(parsed: dict[str, object]) -> str | None:
     tests = parsed["tests"]
     return _worst([t["status"] for t in tests]) if tests else None  # type: ignore[union-attr]

@@ -6,23 +6,22 @@ gpu_burn exits 0 even when a GPU is FAULTY, so the verdict comes from the final
 """
 
 import re
-from typing import Dict, List
 
 from . import UnparseableOutput
 
 _TESTED = re.compile(r"Tested\s+(\d+)\s+GPUs:")
-_GPU = re.compile(r"^\s*GPU\s+(\d+):\s*(OK|FAULTY)\b", re.M)
+_GPU = re.compile(r"^\s*GPU\s+(\d+):\s*(OK|FAULTY)\b", re.MULTILINE)
 _PROGRESS = re.compile(r"proc'd:.*?errors:(.*?)temps:(.*)$")
 
 
-def parse_gpu_burn(text: str) -> Dict[str, object]:
+def parse_gpu_burn(text: str) -> dict[str, object]:
     """Returns ``{"tested": N, "gpus": {index: "OK"|"FAULTY"}, "errors": [..], "died": [..],
     "temps_c": [..], "aborted": bool}``."""
     text = text.replace("\r", "\n")
     aborted = "No clients are alive" in text
-    errors: List[int] = []
-    died: List[int] = []
-    temps: List[int] = []
+    errors: list[int] = []
+    died: list[int] = []
+    temps: list[int] = []
     for line in text.splitlines():
         m = _PROGRESS.search(line)
         if not m:

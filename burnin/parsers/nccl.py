@@ -7,40 +7,39 @@ the table.
 """
 
 import re
-from typing import Dict, List, Optional
 
 from . import UnparseableOutput
 
 _RANK_PREFIX = re.compile(r"\[\d+\]")
-_OOB = re.compile(r"Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)", re.I)
-_AVG = re.compile(r"Avg bus bandwidth\s*:\s*([0-9.]+)", re.I)
-_VERSION = re.compile(r"nccl-tests version\s+(\S+)", re.I)
+_OOB = re.compile(r"Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)", re.IGNORECASE)
+_AVG = re.compile(r"Avg bus bandwidth\s*:\s*([0-9.]+)", re.IGNORECASE)
+_VERSION = re.compile(r"nccl-tests version\s+(\S+)", re.IGNORECASE)
 _NCCL_VERSION = re.compile(r"NCCL version\s+(\S+)")
 
 
-def _num(tok: str) -> Optional[float]:
+def _num(tok: str) -> float | None:
     try:
         return float(tok)
     except ValueError:
         return None  # "N/A" and friends
 
 
-def _columns(header: List[str]) -> Dict[str, List[int]]:
-    cols: Dict[str, List[int]] = {}
+def _columns(header: list[str]) -> dict[str, list[int]]:
+    cols: dict[str, list[int]] = {}
     for i, name in enumerate(header):
         cols.setdefault(name, []).append(i)
     return cols
 
 
-def parse_nccl_perf(text: str) -> Dict[str, object]:
+def parse_nccl_perf(text: str) -> dict[str, object]:
     """Rows of the bandwidth table plus the trailer figures.
 
     Returns ``{"rows": [{size, busbw_oop, busbw_ip, wrong_oop, wrong_ip}], "oob_values",
     "oob_ok", "avg_busbw", "layout", "nccl_version", "tests_version"}``. ``wrong_*`` is None
     when the layout has an ``error`` column instead of ``#wrong``.
     """
-    header: Optional[List[str]] = None
-    rows: List[Dict[str, object]] = []
+    header: list[str] | None = None
+    rows: list[dict[str, object]] = []
     oob = None
     oob_ok = None
     avg = None
@@ -116,7 +115,7 @@ def parse_nccl_perf(text: str) -> Dict[str, object]:
     }
 
 
-def busbw_at_largest(parsed: Dict[str, object], largest_sizes: int = 2) -> float:
+def busbw_at_largest(parsed: dict[str, object], largest_sizes: int = 2) -> float:
     """The figure to judge: for each of the ``largest_sizes`` biggest message sizes take the
     better of out-of-place and in-place busbw, then the worst of those sizes.
 
@@ -133,7 +132,7 @@ def busbw_at_largest(parsed: Dict[str, object], largest_sizes: int = 2) -> float
     return min(best_per_size)
 
 
-def wrong_total(parsed: Dict[str, object]) -> Optional[int]:
+def wrong_total(parsed: dict[str, object]) -> int | None:
     rows = parsed["rows"]  # type: ignore[index]
     vals = [v for r in rows for v in (r["wrong_oop"], r["wrong_ip"]) if v is not None]  # type: ignore[index]
     return sum(vals) if vals else None

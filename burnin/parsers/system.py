@@ -2,7 +2,6 @@
 
 import json
 import re
-from typing import Dict, List
 
 from . import UnparseableOutput
 
@@ -10,7 +9,7 @@ from . import UnparseableOutput
 _XID = re.compile(r"NVRM: Xid \(PCI:([0-9A-Fa-f:.]+)\): (\d+),?(.*)$")
 
 
-def parse_kernel_xids(text: str) -> List[Dict[str, object]]:
+def parse_kernel_xids(text: str) -> list[dict[str, object]]:
     out = []
     for line in text.splitlines():
         m = _XID.search(line)
@@ -19,9 +18,9 @@ def parse_kernel_xids(text: str) -> List[Dict[str, object]]:
     return out
 
 
-def parse_ibstat(text: str) -> Dict[str, Dict[str, object]]:
+def parse_ibstat(text: str) -> dict[str, dict[str, object]]:
     """``ibstat`` -> ``{ca: {"ports": {n: {"state", "physical_state", "rate", "link_layer"}}}}``."""
-    cas: Dict[str, Dict[str, object]] = {}
+    cas: dict[str, dict[str, object]] = {}
     ca = None
     port = None
     for line in text.splitlines():
@@ -45,7 +44,7 @@ def parse_ibstat(text: str) -> Dict[str, Dict[str, object]]:
     return cas
 
 
-def parse_fio_json(text: str) -> Dict[str, float]:
+def parse_fio_json(text: str) -> dict[str, float]:
     start = text.find("{")
     if start < 0:
         raise UnparseableOutput("fio printed no JSON (was --output-format=json given?)")
@@ -61,9 +60,9 @@ def parse_fio_json(text: str) -> Dict[str, float]:
             "fio_version": doc.get("fio version", "")}
 
 
-def parse_stress_ng(text: str) -> Dict[str, object]:
+def parse_stress_ng(text: str) -> dict[str, object]:
     """stress-ng ``--metrics-brief`` lines -> bogo ops per stressor and the run outcome."""
-    ops: Dict[str, float] = {}
+    ops: dict[str, float] = {}
     for line in text.splitlines():
         m = re.search(r"stress-ng: (?:metrc|info):\s+\[\d+\]\s+([a-z0-9-]+)\s+(\d+)\s+[0-9.]+\s+[0-9.]+\s+"
                       r"[0-9.]+\s+([0-9.]+)", line)
@@ -76,7 +75,7 @@ def parse_stress_ng(text: str) -> Dict[str, object]:
             "failed": max((int(f) for f in failed), default=0)}
 
 
-def parse_dpkg_query(text: str) -> Dict[str, str]:
+def parse_dpkg_query(text: str) -> dict[str, str]:
     out = {}
     for line in text.splitlines():
         parts = line.split("\t")

@@ -176,9 +176,9 @@ class BmcService:
             f"{MGR}/EthernetInterfaces": lambda: _collection(
                 f"{MGR}/EthernetInterfaces", "EthernetInterface", "Manager Ethernet Interfaces",
                 [f"{MGR}/EthernetInterfaces/bmc"]),
-            f"{MGR}/VirtualMedia": lambda: _collection(
-                f"{MGR}/VirtualMedia", "VirtualMedia", "Virtual Media", [f"{MGR}/VirtualMedia/Cd"]),
-            f"{MGR}/VirtualMedia/Cd": self.virtual_media,
+            f"{SYS}/VirtualMedia": lambda: _collection(
+                f"{SYS}/VirtualMedia", "VirtualMedia", "Virtual Media", [f"{SYS}/VirtualMedia/Cd"]),
+            f"{SYS}/VirtualMedia/Cd": self.virtual_media,
             f"{R}/Chassis": lambda: _collection(f"{R}/Chassis", "Chassis", "Chassis", [CHA]),
             CHA: self.chassis,
             f"{CHA}/PCIeDevices": lambda: _collection(
@@ -314,6 +314,7 @@ class BmcService:
             "MemorySummary": {"TotalSystemMemoryGiB": hardware.DIMM_COUNT * hardware.DIMM_MIB // 1024},
             "Processors": _ref(f"{SYS}/Processors"), "Memory": _ref(f"{SYS}/Memory"),
             "EthernetInterfaces": _ref(f"{SYS}/EthernetInterfaces"), "Bios": _ref(f"{SYS}/Bios"),
+            "VirtualMedia": _ref(f"{SYS}/VirtualMedia"),
             "Links": {"Chassis": [_ref(CHA)], "ManagedBy": [_ref(MGR)]},
             "Actions": {"#ComputerSystem.Reset": {
                 "target": f"{SYS}/Actions/ComputerSystem.Reset",
@@ -373,12 +374,12 @@ class BmcService:
         return {"@odata.id": MGR, "@odata.type": "#Manager.v1_19_0.Manager", "Id": "bmc", "Name": "BMC",
                 "ManagerType": "BMC", "FirmwareVersion": self.firmware["BMC"], "Model": "AST2600",
                 "UUID": hardware.gpu_uuid(self.node, 1001), "PowerState": "On", "Status": _status(),
-                "EthernetInterfaces": _ref(f"{MGR}/EthernetInterfaces"), "VirtualMedia": _ref(f"{MGR}/VirtualMedia"),
+                "EthernetInterfaces": _ref(f"{MGR}/EthernetInterfaces"),
                 "Links": {"ManagerForServers": [_ref(SYS)], "ManagerForChassis": [_ref(CHA)]}}
 
     def virtual_media(self) -> dict[str, Any]:
         image = self.state.media_image
-        base = f"{MGR}/VirtualMedia/Cd"
+        base = f"{SYS}/VirtualMedia/Cd"
         return {"@odata.id": base, "@odata.type": "#VirtualMedia.v1_6_0.VirtualMedia", "Id": "Cd",
                 "Name": "Virtual CD", "MediaTypes": ["CD", "DVD"], "Image": image,
                 "ImageName": image.rsplit("/", 1)[-1] if image else None, "Inserted": image is not None,
@@ -489,7 +490,7 @@ class BmcService:
                 return error(400, "ActionParameterNotSupported", f"ResetType {rt!r} is not one of {RESET_TYPES}.")
             st.reset(rt)
             return Reply(204)
-        if path == f"{MGR}/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia":
+        if path == f"{SYS}/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia":
             image = body.get("Image")
             if not isinstance(image, str) or not image:
                 return error(400, "ActionParameterMissing", "InsertMedia needs an Image URI.")
@@ -501,7 +502,7 @@ class BmcService:
             task = st.start_task("Insert virtual media", INSERT_MEDIA_SECONDS, mount)
             monitor = f"{R}/TaskService/TaskMonitors/{task.id}"
             return Reply(202, self.task(task.id), {"Location": monitor, "Retry-After": "1"})
-        if path == f"{MGR}/VirtualMedia/Cd/Actions/VirtualMedia.EjectMedia":
+        if path == f"{SYS}/VirtualMedia/Cd/Actions/VirtualMedia.EjectMedia":
             st.media_image = None
             return Reply(204)
         return error(404, "ResourceNotFound", f"There is no action at {path}.")

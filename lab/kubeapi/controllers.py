@@ -133,7 +133,7 @@ def _expired(fields: dict[str, str]) -> bool:
     if not exp:
         return False
     try:
-        when = dt.datetime.fromisoformat(exp.replace("Z", "+00:00"))
+        when = dt.datetime.fromisoformat(exp)
     except ValueError:
         return True
     return when <= dt.datetime.now(dt.UTC)

@@ -16,7 +16,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from .resources import Resource
 
@@ -24,7 +24,7 @@ from .resources import Resource
 class ApiStatus(Exception):
     """An API error answered as a ``Status`` object."""
 
-    REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
+    REASONS: ClassVar[dict[int, str]] = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
                405: "MethodNotAllowed", 409: "Conflict", 415: "UnsupportedMediaType",
                422: "Invalid", 429: "TooManyRequests", 500: "InternalError"}
 

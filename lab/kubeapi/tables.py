@@ -1,0 +1,69 @@
+"""Server-side printing: ``meta.k8s.io/v1`` Table responses as ``kubectl get`` asks for
+them (``Accept: application/json;as=Table;v=v1;g=meta.k8s.io``). Each row carries the
+object's metadata (``PartialObjectMetadata``) so ``kubectl get -L label`` can add columns.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+
+def age(ts: str | None) -> str:
+    if not ts:
+        return "<unknown>"
+    secs = int((dt.datetime.now(dt.UTC) - dt.datetime.fromisoformat(ts)).total_seconds())
+    secs = max(secs, 0)
+    if secs < 120:
+        return f"{secs}s"
+    if secs < 7200:
+        return f"{secs // 60}m"
+    if secs < 172800:
+        return f"{secs // 3600}h"
+    return f"{secs // 86400}d"
+
+
+def _node_row(o: dict[str, Any]) -> list[Any]:
+    ready = next((c for c in (o.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), None)
+    status = "Ready" if ready and ready.get("status") == "True" else ("NotReady" if ready else "Unknown")
+    if (o.get("spec") or {}).get("unschedulable"):
+        status += ",SchedulingDisabled"
+    roles = sorted(k.split("/", 1)[1] for k in (o["metadata"].get("labels") or {})
+                   if k.startswith("node-role.kubernetes.io/"))
+    version = ((o.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", "")
+    return [o["metadata"]["name"], status, ",".join(roles) or "<none>",
+            age(o["metadata"].get("creationTimestamp")), version]
+
+
+def _pod_row(o: dict[str, Any]) -> list[Any]:
+    st = o.get("status") or {}
+    cs = st.get("containerStatuses") or []
+    total = len((o.get("spec") or {}).get("containers") or [])
+    ready = sum(1 for c in cs if c.get("ready"))
+    restarts = sum(int(c.get("restartCount", 0)) for c in cs)
+    phase = "Terminating" if o["metadata"].get("deletionTimestamp") else st.get("phase", "Unknown")
+    return [o["metadata"]["name"], f"{ready}/{total}", phase, restarts,
+            age(o["metadata"].get("creationTimestamp"))]
+
+
+def _col(name: str, typ: str = "string", fmt: str = "", priority: int = 0) -> dict[str, Any]:
+    return {"name": name, "type": typ, "format": fmt, "description": name, "priority": priority}
+
+
+COLUMNS = {
+    "nodes": ([_col("Name", fmt="name"), _col("Status"), _col("Roles"), _col("Age"), _col("Version")],
+              _node_row),
+    "pods": ([_col("Name", fmt="name"), _col("Ready"), _col("Status"), _col("Restarts", "integer"),
+              _col("Age")], _pod_row),
+}
+
+
+def to_table(plural: str, items: list[dict[str, Any]], resource_version: str) -> dict[str, Any]:
+    cols, row_of = COLUMNS.get(plural, ([_col("Name", fmt="name"), _col("Age")],
+                                        lambda o: [o["metadata"]["name"],
+                                                   age(o["metadata"].get("creationTimestamp"))]))
+    rows = [{"cells": row_of(o),
+             "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                        "metadata": o["metadata"]}} for o in items]
+    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1",
+            "metadata": {"resourceVersion": resource_version}, "columnDefinitions": cols, "rows": rows}

@@ -1,0 +1,81 @@
+"""`bringup netbox apply` and `bringup lab seed` against a real NetBox 4.7."""
+
+import pytest
+
+from bringup.errors import ConflictError
+from bringup.nbschema import Action, load_schema
+
+pytestmark = pytest.mark.integration
+
+
+def test_apply_twice_second_run_changes_nothing(netbox):
+    schema = load_schema()
+    first = netbox.apply_schema(schema)
+    assert all(c.action is Action.CREATE for c in first)
+    assert len(first) >= 40
+    second = netbox.apply_schema(schema)
+    assert [c for c in second if c.action is not Action.NOOP] == []
+    # read back through the API: choice custom fields, config context data
+    cf = netbox.api.extras.custom_fields.get(name="bringup_stage")
+    assert cf.type.value == "select"
+    cc = netbox.api.extras.config_contexts.get(name="sku-hgx-h100-80gb")
+    assert cc.data["bringup"]["gpu"]["count"] == 8
+
+
+def test_drift_on_managed_object_is_repaired(netbox):
+    schema = load_schema()
+    netbox.apply_schema(schema)
+    tag = netbox.api.extras.tags.get(slug="bringup-quarantine")
+    tag.update({"color": "000000"})
+    changes = [c for c in netbox.apply_schema(schema) if c.action is not Action.NOOP]
+    assert [(c.kind, c.key, c.action) for c in changes] == [("tag", "bringup-quarantine", Action.UPDATE)]
+    assert netbox.api.extras.tags.get(slug="bringup-quarantine").color == "f44336"
+
+
+def test_foreign_conflicting_object_is_never_overwritten(netbox):
+    netbox.api.dcim.manufacturers.create({"name": "Supermicro Inc", "slug": "supermicro",
+                                          "description": "entered by hand"})
+    with pytest.raises(ConflictError) as exc:
+        netbox.apply_schema(load_schema())
+    assert "manufacturer supermicro" in str(exc.value) and "name" in str(exc.value)
+    # nothing at all was written: the check runs before any change
+    assert netbox.api.extras.custom_fields.get(name="bringup_stage") is None
+    assert netbox.api.dcim.manufacturers.get(slug="supermicro").name == "Supermicro Inc"
+
+
+def test_seed_writes_planned_devices_with_macs_and_ips(netbox, lab8, skus):
+    netbox.apply_schema(load_schema())
+    report = netbox.seed(lab8, skus)
+    assert len(report.created) == 8 and report.macs == 80
+    again = netbox.seed(lab8, skus)
+    assert again.created == [] and len(again.existing) == 8 and again.macs == 0
+    nodes = {n.name: n for n in netbox.nodes(site="lab-east")}
+    assert len(nodes) == 8
+    for spec in lab8.nodes:
+        rec = nodes[spec.name]
+        assert rec.status == "planned" and rec.stage == "planned"
+        assert rec.bmc_address == spec.bmc_address and rec.address == spec.address
+        assert rec.macs == {i: spec.mac_of(i) for i in spec.interface_names(8)}
+        assert rec.sku.sku == spec.sku
+        assert rec.pool["workload"] == lab8.pools[spec.pool].workload
+    assert len(netbox.nodes(rack="r01")) == 4
+    assert [n.name for n in netbox.nodes(names=["gpu-r02-n04"])] == ["gpu-r02-n04"]
+
+
+def test_seed_before_schema_says_what_to_do(netbox, lab8, skus):
+    from bringup.errors import NotFoundError
+    with pytest.raises(NotFoundError, match="bringup netbox apply"):
+        netbox.seed(lab8, skus)
+
+
+def test_stage_custom_fields_and_journal(netbox, lab8, skus):
+    netbox.apply_schema(load_schema())
+    netbox.seed(lab8, skus)
+    node = netbox.nodes(names=["gpu-r01-n01"])[0]
+    netbox.update_node(node.id, stage="discovered", status="staged", fields={"gpu_serials": ["A", "B"]})
+    netbox.journal(node.id, "### discovery\n\nall good", kind="success")
+    again = netbox.nodes(names=["gpu-r01-n01"])[0]
+    assert again.stage == "discovered" and again.status == "staged"
+    assert again.custom_fields["gpu_serials"] == ["A", "B"]
+    entries = netbox.journal_entries(node.id)
+    assert entries[0]["kind"] == "success" and "all good" in entries[0]["comments"]
