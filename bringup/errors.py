@@ -94,3 +94,11 @@ class KubeError(AdapterError):
 # --- the lab ---------------------------------------------------------------------------
 class LabError(BringupError):
     """A lab service could not be installed, started or reached."""
+
+
+class RedfishAuthError(RedfishError, AuthError):
+    """A BMC refused our credentials (401/403)."""
+
+
+class RedfishTimeoutError(RedfishError, TransientError):
+    """A BMC accepted the connection but did not answer in time, or could not be reached."""
