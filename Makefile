@@ -9,7 +9,7 @@ deps:
 demo: deps
 	.venv/bin/bringup lab up
 	.venv/bin/bringup lab seed
-	.venv/bin/python -m bringup.demo
+	.venv/bin/python -m flows.demo
 
 lab-up: deps
 	.venv/bin/bringup lab up

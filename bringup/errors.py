@@ -91,6 +91,32 @@ class KubeError(AdapterError):
     system = "Kubernetes"
 
 
+class KubeTransientError(KubeError, TransientError):
+    """The API server was unreachable or answered 5xx/429; retry later."""
+
+
+class KubeAuthError(KubeError, AuthError):
+    """The kubeconfig's credentials were refused (401) or lack a permission (403)."""
+
+
+class KubeNotFoundError(KubeError, NotFoundError):
+    """The Kubernetes object (usually a Node) does not exist."""
+
+
+class KubeConflictError(KubeError, ConflictError):
+    """An update lost a race (409) more times than we retry."""
+
+
+class DrainTimeoutError(KubeError):
+    """Pods were still on the node when the drain timed out; ``pods`` names them."""
+
+    transient = True
+
+    def __init__(self, message: str, *, pods: list[str], hint: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.pods = pods
+
+
 # --- the lab ---------------------------------------------------------------------------
 class LabError(BringupError):
     """A lab service could not be installed, started or reached."""
@@ -102,3 +128,7 @@ class RedfishAuthError(RedfishError, AuthError):
 
 class RedfishTimeoutError(RedfishError, TransientError):
     """A BMC accepted the connection but did not answer in time, or could not be reached."""
+
+
+class RedfishNotFoundError(RedfishError, NotFoundError):
+    """A Redfish resource (often one the BMC itself linked to) answered 404."""

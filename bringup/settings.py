@@ -42,13 +42,19 @@ class Settings(BaseModel):
     #: CA bundle for the BMCs' TLS; None means the system store
     bmc_ca_bundle: Path | None = None
     bmc_insecure: bool = False
+    bmc_port: int = 443
     ssh_user: str = "root"
+    ssh_port: int = 22
     ssh_key_file: Path | None = None
     #: known_hosts with the host keys we expect; never auto-added to
     ssh_known_hosts: Path | None = None
     kubeconfig: Path | None = None
     fleet_profile: Path | None = None
     image: str = ""
+    #: where full burn-in documents and other evidence are kept (journal entries link them)
+    evidence_dir: Path | None = None
+    #: URL the BMCs fetch OS images from (virtual media); {name} is the manifest name
+    media_url: str = ""
 
     def netbox_token(self) -> str:
         try:

@@ -7,6 +7,7 @@ skips what is already there, so a second ``up`` is quick and changes nothing.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from bringup.errors import LabError
 from bringup.fleet import FleetProfile, load_fleet
 from bringup.sku import load_skus, nic_counts
 
@@ -99,7 +101,29 @@ class Lab:
                 if svc.available():
                     step(svc.name, lambda svc=svc: self._start_sim(svc, fleet))
         self.write_settings(fleet)
+        step("prefect deployments", self.register_deployments)
+        step("prefect worker", self.start_worker)
         return timings
+
+    def register_deployments(self) -> None:
+        """Work pool, concurrency limits and the deployments of prefect.yaml (idempotent)."""
+        import subprocess
+        r = subprocess.run([sys.executable, "-m", "flows.deploy"], cwd=REPO_ROOT, capture_output=True, text=True,
+                           env={**os.environ, **self.prefect.env()})
+        if r.returncode != 0:
+            raise LabError(f"registering the Prefect deployments failed:\n{(r.stdout + r.stderr)[-2000:]}")
+
+    def start_worker(self) -> None:
+        """A process worker for the bringup work pool; flow runs start from this checkout."""
+        exe = Path(sys.executable).parent / "prefect"
+        procs.start("prefect-worker", [str(exe), "worker", "start", "--pool", "bringup-process", "--type", "process"],
+                    run_dir=self.paths.run, log_dir=self.paths.logs, cwd=REPO_ROOT,
+                    env={**self.prefect.env(), "BRINGUP_LAB_HOME": str(self.paths.home),
+                         "BRINGUP_CONFIG": str(self.paths.config)})
+        procs.wait_until(lambda: "started" in (self.paths.logs / "prefect-worker.log").read_text(errors="replace").lower()
+                         if (self.paths.logs / "prefect-worker.log").exists() else False,
+                         timeout=60, what="Prefect worker", log=self.paths.logs / "prefect-worker.log",
+                         alive=lambda: procs.pid_of(self.paths.run, "prefect-worker") is not None)
 
     def _start_sim(self, svc: SimService, fleet: FleetProfile) -> None:
         procs.start(svc.name, [sys.executable, "-m", f"lab.{svc.module}", "serve",
@@ -111,6 +135,8 @@ class Lab:
 
     def down(self) -> list[str]:
         stopped = []
+        if procs.stop("prefect-worker", self.paths.run):
+            stopped.append("prefect-worker")
         for svc in reversed(SIM_SERVICES):
             if procs.stop(svc.name, self.paths.run):
                 stopped.append(svc.name)
@@ -135,12 +161,15 @@ class Lab:
             "prefect_api_url": self.prefect.api_url,
             "bmc_credentials_file": str(s / "bmc.yaml"),
             "bmc_ca_bundle": str(pki),
+            "bmc_port": 8443,
             "ssh_user": "root",
+            "ssh_port": 2222,
             "ssh_key_file": str(s / "id_ed25519"),
             "ssh_known_hosts": str(s / "known_hosts"),
             "kubeconfig": str(kubeconfig),
             "fleet_profile": str(self.fleet_path.resolve()),
             "image": "ubuntu-2404-cuda128",
+            "evidence_dir": str(self.paths.home / "evidence"),
         }
 
     def write_settings(self, fleet: FleetProfile) -> Path:
@@ -160,6 +189,8 @@ class Lab:
              "url": self.netbox.url(NETBOX_PORT),
              "credentials": f"user admin: {s / 'netbox-admin-password'}; API token: {s / 'netbox-token'}"},
             {"service": "prefect", "up": self.prefect.healthy(), "url": self.prefect.url, "credentials": "-"},
+            {"service": "prefect-worker", "up": procs.pid_of(self.paths.run, "prefect-worker") is not None,
+             "url": "work pool bringup-process", "credentials": "-"},
         ]
         try:
             fleet = self.fleet()

@@ -54,7 +54,7 @@ class Link(_Doc):
     odata_id: str = Field(alias="@odata.id")
 
 
-class Status(_Doc):
+class StatusDoc(_Doc):
     State: str | None = None
     Health: str | None = None
 
@@ -114,14 +114,14 @@ class ProcessorDoc(_Doc):
     TotalCores: int | None = None
     MemorySummary: ProcessorMemorySummary | None = None
     ProcessorMemory: list[dict[str, Any]] | None = None
-    Status: Status | None = None
+    Status: StatusDoc | None = None
 
 
 class MemoryDoc(_Doc):
     Id: str
     CapacityMiB: int | None = None
     ErrorCorrection: str | None = None
-    Status: Status | None = None
+    Status: StatusDoc | None = None
 
 
 class EthernetInterfaceDoc(_Doc):
@@ -132,7 +132,10 @@ class EthernetInterfaceDoc(_Doc):
     LinkStatus: str | None = None
     InterfaceEnabled: bool | None = None
 
-    _mac = field_validator("MACAddress")(classmethod(lambda cls, v: normalise_mac(v)))
+    @field_validator("MACAddress", mode="before")
+    @classmethod
+    def _mac(cls, v: Any) -> str:
+        return normalise_mac(v)
 
 
 class PortEthernet(_Doc):
@@ -167,7 +170,7 @@ class PCIeDeviceDoc(_Doc):
     Manufacturer: str | None = None
     Model: str | None = None
     SerialNumber: str | None = None
-    Status: Status | None = None
+    Status: StatusDoc | None = None
 
 
 class SoftwareDoc(_Doc):
@@ -252,6 +255,8 @@ class Inventory(BaseModel):
     nics: list[Nic] = Field(default_factory=list)
     firmware: list[tuple[str, str]] = Field(default_factory=list)
     bios: dict[str, Any] = Field(default_factory=dict)
+    #: resources the BMC links to but answered 404 for (that part of the inventory is unknown)
+    unavailable: list[str] = Field(default_factory=list)
 
     @property
     def memory_mib(self) -> int:

@@ -27,11 +27,10 @@ def parse_gpu_burn(text: str) -> dict[str, object]:
         if not m:
             continue
         errors, died = [], []
-        for i, part in enumerate(m.group(1).split(" - ")):
-            part = part.strip().lstrip("-").strip()
-            num = re.match(r"(-?\d+)", part)
-            errors.append(int(num.group(1)) if num else 0)
-            if "DIED" in part:
+        # "0 - -524288000  (WARNING!)- 12  (DIED!)": counts may be negative (overflowed)
+        for i, (num, flag) in enumerate(re.findall(r"(-?\d+)\s*(\((?:WARNING|DIED)!\))?", m.group(1))):
+            errors.append(int(num))
+            if "DIED" in flag:
                 died.append(i)
         temps = [int(t) for t in re.findall(r"(\d+)\s*C", m.group(2))]
     tested = _TESTED.search(text)

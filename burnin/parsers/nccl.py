@@ -71,7 +71,7 @@ def parse_nccl_perf(text: str) -> dict[str, object]:
                 tests_version = m.group(1)
             continue
         toks = line.split()
-        if not toks or not toks[0].isdigit() or len(toks) < 8:
+        if not toks or not toks[0].isdigit() or len(toks) < 8 or not toks[1].isdigit():
             continue
         cols = _columns(header) if header else None
         if cols is None or len(header or []) != len(toks):
@@ -80,8 +80,11 @@ def parse_nccl_perf(text: str) -> dict[str, object]:
                 names = "size count type redop root time algbw busbw #wrong time algbw busbw #wrong"
             elif len(toks) == 12:
                 names = "size count type redop time algbw busbw error time algbw busbw error"
+            elif len(toks) == 11:
+                # the oldest nccl-tests: no redop column either
+                names = "size count type time algbw busbw error time algbw busbw error"
             else:
-                raise UnparseableOutput(f"a table row has {len(toks)} columns, expected 12 or 13: {line!r}")
+                raise UnparseableOutput(f"a table row has {len(toks)} columns, expected 11, 12 or 13: {line!r}")
             cols = _columns(names.split())
         bus = cols.get("busbw", [])
         wrong_cols = cols.get("#wrong")

@@ -309,7 +309,8 @@ class BmcService:
             "Status": _status(health="OK"),
             "Boot": {"BootSourceOverrideEnabled": st.boot_enabled, "BootSourceOverrideTarget": st.boot_target,
                      "BootSourceOverrideTarget@Redfish.AllowableValues": BOOT_TARGETS,
-                     "BootSourceOverrideMode": "UEFI"},
+                     "BootSourceOverrideMode": st.boot_mode,
+                     "BootSourceOverrideMode@Redfish.AllowableValues": ["Legacy", "UEFI"]},
             "ProcessorSummary": {"Count": hardware.CPU_COUNT, "Model": "Intel(R) Xeon(R) Platinum 8480+"},
             "MemorySummary": {"TotalSystemMemoryGiB": hardware.DIMM_COUNT * hardware.DIMM_MIB // 1024},
             "Processors": _ref(f"{SYS}/Processors"), "Memory": _ref(f"{SYS}/Memory"),
@@ -523,10 +524,14 @@ class BmcService:
             boot = body.get("Boot", {})
             target = boot.get("BootSourceOverrideTarget", st.boot_target)
             enabled = boot.get("BootSourceOverrideEnabled", st.boot_enabled)
-            if target not in BOOT_TARGETS or enabled not in {"Disabled", "Once", "Continuous"}:
-                return error(400, "PropertyValueNotInList", "Boot override target or enabled value is not allowed.")
+            mode = boot.get("BootSourceOverrideMode", "Legacy")  # Supermicro: omitted -> Legacy
+            if target not in BOOT_TARGETS or enabled not in {"Disabled", "Once", "Continuous"} \
+                    or mode not in {"Legacy", "UEFI"}:
+                return error(400, "PropertyValueNotInList", "Boot override target, enabled or mode is not allowed.")
             with st.lock:
                 st.boot_target, st.boot_enabled = target, enabled
+                if "Boot" in body:
+                    st.boot_mode = mode
             return Reply(204)
         if path == f"{SYS}/Bios/Settings":
             attrs = body.get("Attributes")

@@ -49,6 +49,10 @@ class BmcState:
     transition_until: float = 0.0
     boot_target: str = "None"
     boot_enabled: str = "Disabled"
+    #: like the Supermicro BMCs this imitates, a Boot PATCH without the mode resets it to Legacy
+    boot_mode: str = "UEFI"
+    #: images the system tried to boot in Legacy mode (the install images are UEFI-only)
+    legacy_boots: list[str] = field(default_factory=list)
     media_image: str | None = None
     bios: dict[str, Any] = field(default_factory=dict)
     bios_pending: dict[str, Any] = field(default_factory=dict)
@@ -87,7 +91,10 @@ class BmcState:
             if attr not in stuck:
                 self.bios[attr] = value
         self.bios_pending = {}
-        if self.boot_enabled in {"Once", "Continuous"} and self.boot_target == "Cd" and self.media_image:
+        if self.boot_enabled in {"Once", "Continuous"} and self.boot_target == "Cd" and self.media_image \
+                and self.boot_mode != "UEFI":
+            self.legacy_boots.append(self.media_image)
+        elif self.boot_enabled in {"Once", "Continuous"} and self.boot_target == "Cd" and self.media_image:
             self.installs.append(self.media_image)
             if self.installer is not None:
                 image = self.media_image

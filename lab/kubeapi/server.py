@@ -104,7 +104,8 @@ class KubeApi:
                 self.store.create(ns_res, "", {"metadata": {"name": ns}, "status": {"phase": "Active"}})
         ca_pem = self.pki.ca_cert.read_bytes()
         # cluster-info is what kubeadm discovery reads: the API endpoint and CA, no user
-        info = yaml.safe_dump(kubeconfig_doc(self.server_url, ca_pem, None), sort_keys=False)
+        # JSON is valid YAML, and it lets the stdlib-only kubeadm stand-in read it
+        info = json.dumps(kubeconfig_doc(self.server_url, ca_pem, None), indent=2)
         cm = self.store.find(ctl.CONFIGMAPS, "kube-public", "cluster-info")
         if cm is None:
             self.store.create(ctl.CONFIGMAPS, "kube-public",
@@ -282,6 +283,14 @@ class KubeApi:
                     return 200, new
                 return 200, self._decorate(res, store.replace(res, namespace, name, new))
         if verb == "delete":
+            if res.plural == "namespaces":
+                if name in ("default", "kube-system", "kube-public"):
+                    raise ApiStatus(403, f'namespaces "{name}" is forbidden: this namespace may not be deleted')
+                with store.lock:  # the namespace controller removes what the namespace held
+                    for r in RESOURCES:
+                        if r.namespaced:
+                            for o in store.list(r, name)[0]:
+                                store.delete(r, name, o["metadata"]["name"])
             obj = store.delete(res, namespace, name)
             obj["metadata"]["deletionTimestamp"] = now_rfc3339()
             return 200, obj

@@ -13,6 +13,7 @@ node's environment from the GPU stand-in profile.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from .sshd import NodeDir, host_public_key, port_open, sshd_pid, start_sshd, sto
 def installed_versions(node: NodeSpec, m: ImageManifest) -> dict[str, Any]:
     """Component -> version the node ends up with: the manifest's, unless a fault says
     the package repository served something else."""
-    v = m.packages.model_dump()
+    v: dict[str, Any] = {**m.packages.model_dump(), "kernel": m.os.kernel}
     for f in node.faults_of(FaultKind.DRIVER_DRIFT):
         v["driver"] = str(f.value)
     for f in node.faults_of(FaultKind.NCCL_DRIFT):
@@ -85,7 +86,8 @@ def write_root(root: Path, m: ImageManifest, versions: dict[str, Any]) -> None:
     etc = root / "etc/bringup"
     etc.mkdir(parents=True, exist_ok=True)
     (etc / "image.yaml").write_text(f"image: {m.name}\n")
-    (root / "etc/sysctl.d").mkdir(parents=True, exist_ok=True)
+    for d in ("etc/sysctl.d", "etc/apt/preferences.d", "etc/modprobe.d", "etc/systemd/system"):
+        (root / d).mkdir(parents=True, exist_ok=True)
     (root / "etc/modules-load.d").mkdir(parents=True, exist_ok=True)
 
 
@@ -101,6 +103,8 @@ def node_env(node: NodeSpec, versions: dict[str, Any], root: Path) -> dict[str, 
         sku = load_skus().get(node.sku)
         env.update(write_node_profile(node, sku, versions, root))
     env["BRINGUP_SYSROOT"] = str(root)
+    # the node's Python with pynvml, as python3 is on a real node's image
+    env["BURNIN_PYTHON"] = sys.executable
     env["BRINGUP_NODE"] = node.name
     return env
 

@@ -130,8 +130,8 @@ def all_reduce_perf(p: dict, argv: list) -> int:
     wrong_at_top = int(p.get("nccl_wrong", 0))
     out = [f"# nccl-tests version {p.get('nccl_tests_version', '2.14.1')} nccl-headers=22602 nccl-library=22602",
            "# Collective test starting: all_reduce_perf",
-           f"# nThread 1 nGpus {ngpus} minBytes {lo} maxBytes {hi} step: {factor}(factor) warmup iters: 5 "
-           "iters: 20 agg iters: 1 validation: 1 graph: 0", "#", "# Using devices"]
+           (f"# nThread 1 nGpus {ngpus} minBytes {lo} maxBytes {hi} step: {factor}(factor) warmup iters: 5 "
+            "iters: 20 agg iters: 1 validation: 1 graph: 0"), "#", "# Using devices"]
     for g in range(ngpus):
         out.append(f"#  Rank {g:2d} Group  0 Pid {4242:6d} on {p['node']:>10} device {g:2d} "
                    f"[{p['bus_ids'][g]}] {p['gpu_name']}")
@@ -223,7 +223,7 @@ def dpkg_query(p: dict, argv: list) -> int:
     i = 0
     while i < len(argv):
         a = argv[i]
-        if a.startswith("-f=") or a.startswith("--showformat="):
+        if a.startswith(("-f=", "--showformat=")):
             fmt = a.split("=", 1)[1]
         elif a in ("-f", "--showformat"):
             i += 1

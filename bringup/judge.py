@@ -1,0 +1,222 @@
+"""Judge a burn-in result: pure policy, no I/O.
+
+``judge(result, thresholds, peers)`` turns the agent's document into a verdict:
+
+- ``fail`` when any check failed or errored, or a metric breaks a threshold rule;
+- ``incomplete`` when nothing failed but a required check is missing, skipped or
+  unsupported, or a metric a rule needs is absent: never ``pass`` on partial evidence;
+- ``pass`` otherwise.
+
+Every reason names the check, says what was seen and suggests a remediation.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from .burnin_result import BurnInResult, CheckOutcome, Finding
+from .burnin_thresholds import Rule, SkuThresholds
+
+VerdictStatus = Literal["pass", "fail", "incomplete"]
+
+
+class Reason(BaseModel):
+    check: str
+    code: str
+    message: str
+    remediation: str
+    blocking: Literal["fail", "incomplete"] = "fail"
+
+
+class Verdict(BaseModel):
+    status: VerdictStatus
+    reasons: list[Reason]
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+    def text(self) -> str:
+        if not self.reasons:
+            return self.status
+        return f"{self.status}: " + "; ".join(f"[{r.check}] {r.message} -> {r.remediation}" for r in self.reasons)
+
+
+# remediation per finding/rule code; {gpu} {link} {port} {tool} {test} {component} {limit}
+# {value} are filled from the finding
+REMEDIATION = {
+    "gpu_count_mismatch": "reseat or RMA the missing GPU (find the empty slot in the BMC's PCIe inventory), "
+                          "then re-run burn-in",
+    "gpu_model_mismatch": "the wrong GPU model is installed: fix the device type in NetBox or swap the GPU",
+    "gpu_memory_mismatch": "GPU {gpu} reports less memory than its SKU: RMA GPU {gpu}",
+    "ecc_disabled": "enable ECC on GPU {gpu} (nvidia-smi -i {gpu} -e 1) and reset the GPU or reboot",
+    "ecc_pending": "reset GPU {gpu} (nvidia-smi -i {gpu} -r) or reboot to apply the pending ECC mode",
+    "ecc_uncorrectable": "RMA GPU {gpu}: uncorrectable ECC errors",
+    "ecc_corrected_high": "watch GPU {gpu}: corrected ECC errors above the limit; RMA if they keep rising",
+    "row_remap_pending": "reset GPU {gpu} (or reboot) to apply the pending row remapping, then re-run burn-in",
+    "row_remap_failure": "RMA GPU {gpu}: row remapping failed, no spare rows left",
+    "retired_pages_pending": "reboot to retire the pending pages on GPU {gpu}",
+    "pcie_downtrained": "reseat GPU {gpu} and check its riser/slot and the BIOS PCIe link settings",
+    "pcie_replays": "check PCIe signal integrity of GPU {gpu}: reseat, check the riser",
+    "nvlink_down": "reseat GPU {gpu}; if NVLink {link} stays down, RMA the GPU or the NVSwitch baseboard",
+    "nvlink_missing": "GPU {gpu} has fewer NVLinks than its SKU: reseat or RMA it",
+    "nvlink_errors": "NVLink {link} of GPU {gpu} shows errors: reseat GPU {gpu}, RMA if errors persist",
+    "thermal_slowdown": "check cooling of GPU {gpu}: fans, airflow, inlet temperature, heatsink contact",
+    "temperature_high": "check cooling of GPU {gpu}: fans, airflow, inlet temperature, heatsink contact",
+    "power_brake": "check the PSUs and power feeds: the hardware power brake fired (PSU redundancy lost?)",
+    "hw_slowdown": "check power delivery and cooling of GPU {gpu} (hardware slowdown asserted)",
+    "xid_fatal": "fatal XID {value} on GPU {gpu}: reseat/RMA GPU {gpu} after checking the NVIDIA XID catalogue",
+    "dcgm_failed": "DCGM {test} failed: review the DCGM warning, then reseat or RMA the GPU it names",
+    "dcgm_not_run": "DCGM {test} did not run: check the DCGM install and diag config, then re-run burn-in",
+    "dcgm_runtime_error": "DCGM could not run (is nv-hostengine up?): fix DCGM and re-run burn-in",
+    "gpuburn_faulty": "RMA GPU {gpu}: computation errors under gpu-burn",
+    "gpuburn_died": "GPU {gpu} stopped responding under gpu-burn: check dmesg for XIDs, reseat or RMA",
+    "gpuburn_aborted": "gpu-burn could not load the GPUs: check the driver and CUDA install",
+    "gpuburn_gpu_count": "gpu-burn saw fewer GPUs than expected: reseat or RMA the missing GPU",
+    "busbw_low": "all_reduce bandwidth below the SKU gate: check NVSwitch trays and fabric manager "
+                 "(nv-fabricmanager running?), NVLink errors, then re-run",
+    "busbw_below_peers": "all_reduce bandwidth well below identical nodes: check NVSwitch trays, NVLink errors "
+                         "and GPU clocks on this node",
+    "nccl_wrong": "all_reduce produced wrong values: run dcgmi diag -r 3 to find the bad GPU and RMA it",
+    "nccl_oob": "all_reduce produced out-of-bounds values: run dcgmi diag -r 3 to find the bad GPU and RMA it",
+    "nccl_failed": "all_reduce_perf failed: check NCCL install and GPU health",
+    "ib_port_down": "IB port {port} is down: check cable, transceiver and the switch port",
+    "ib_rate_low": "IB port {port} trained at {value} Gb/s: reseat/replace the cable or transceiver",
+    "ib_port_missing": "fewer IB ports than the SKU has: check the HCAs are seated and the driver loaded",
+    "ib_state_disagree": "sysfs and ibstat disagree on {port}: check the OFED/rdma-core install",
+    "net_down": "interface {port} is down: check cabling and switch port",
+    "driver_mismatch": "reinstall the pinned driver {limit} (run the configure playbook), then re-run burn-in",
+    "driver_missing": "install the pinned NVIDIA driver (run the configure playbook)",
+    "cuda_mismatch": "the driver does not support the pinned CUDA {limit}: reinstall the pinned driver",
+    "cuda_missing": "the CUDA driver version is unreadable: reinstall the pinned driver",
+    "nccl_mismatch": "reinstall the pinned NCCL {limit} (run the configure playbook), then re-run burn-in",
+    "nccl_missing": "install the pinned NCCL (libnccl2) with the configure playbook",
+    "kernel_mismatch": "boot the pinned kernel {limit} (reinstall the image or fix the GRUB default)",
+    "kernel_missing": "the kernel version could not be read: check the node",
+    "version_mismatch": "reinstall the pinned software stack with the configure playbook",
+    "stress_failed": "CPU/memory stress failed: check DIMMs (BMC SEL, EDAC counters) and CPU health",
+    "fio_failed": "disk test failed: check the boot/scratch disk (SMART, dmesg)",
+    "disk_slow": "disk writes too slow: check the disk and its controller",
+    "tool_missing": "install {tool} on the node (image or configure playbook), then re-run burn-in",
+    "tool_timeout": "{tool} hung and was killed: check GPU health (dmesg, XIDs) and the {tool} install, then re-run",
+    "tool_crashed": "{tool} crashed: check its install and the GPU health, then re-run burn-in",
+    "unparseable_output": "{tool} printed output the agent cannot read: check the tool version against the "
+                          "image manifest",
+    "nvml_unavailable": "the NVIDIA driver is not loaded: reinstall the pinned driver and reboot",
+    "nvml_error": "NVML failed: check dmesg for XIDs and the driver install",
+    "check_timeout": "the check hung: check GPU health (dmesg) and re-run burn-in",
+    "check_crashed": "the agent's check crashed: file a bug with the evidence; re-run burn-in",
+    "unknown_check": "deploy the agent version that matches this controller",
+    "xid_no_source": "make the kernel log readable by the agent (run it as root) and re-run",
+    "missing_check": "re-run burn-in: this check was required but is not in the result",
+    "not_run": "re-run burn-in with this check; a check that did not run proves nothing",
+    "missing_metric": "re-run burn-in; the agent did not report this figure",
+}
+DEFAULT_REMEDIATION = "investigate the evidence in the result document, then re-run burn-in"
+
+
+class _Fmt(dict):
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+def remediation(code: str, where: dict[str, Any] | None = None) -> str:
+    template = REMEDIATION.get(code, DEFAULT_REMEDIATION)
+    return template.format_map(_Fmt({k: v for k, v in (where or {}).items() if v is not None}))
+
+
+def _from_finding(check: str, f: Finding) -> Reason:
+    return Reason(check=check, code=f.code, message=f.message,
+                  remediation=remediation(f.code, f.model_dump()), blocking="fail")
+
+
+def _rule_reason(rule: Rule, check: CheckOutcome, actual: Any, values: dict[str, Any]) -> Reason:
+    limit = rule.limit(values)
+    shown = limit if not isinstance(limit, list) or len(limit) < 6 else f"{len(limit)} listed values"
+    msg = f"{rule.metric} = {actual!r}, must be {rule.op} {shown}"
+    where: dict[str, Any] = {"value": actual, "limit": limit}
+    # borrow gpu/port/... from the check's own finding with the same code, if any
+    for f in check.problems():
+        if f.code == rule.code:
+            where.update({k: v for k, v in f.model_dump().items() if v is not None and k not in where})
+            break
+    return Reason(check=check.name, code=rule.code, message=msg, remediation=remediation(rule.code, where))
+
+
+def _peer_reasons(result: BurnInResult, thresholds: SkuThresholds,
+                  peers: Sequence[BurnInResult]) -> list[Reason]:
+    mine = result.metric("nccl", "busbw_largest_gbps")
+    theirs = [p.metric("nccl", "busbw_largest_gbps") for p in peers]
+    theirs = [float(x) for x in theirs if isinstance(x, int | float)]
+    if not isinstance(mine, int | float) or len(theirs) < 2:
+        return []
+    median = statistics.median(theirs)
+    tol = float(thresholds.value("peer_busbw_tolerance", 0.10))
+    if mine < (1 - tol) * median:
+        return [Reason(check="nccl", code="busbw_below_peers",
+                       message=f"busbw {mine:.1f} GB/s is more than {tol:.0%} below the peer median {median:.1f} GB/s",
+                       remediation=remediation("busbw_below_peers"))]
+    return []
+
+
+def judge(result: BurnInResult, thresholds: SkuThresholds,
+          peers: Sequence[BurnInResult] | None = None) -> Verdict:
+    reasons: list[Reason] = []
+    seen: set[tuple[str, str, str]] = set()
+
+    def add(r: Reason) -> None:
+        key = (r.check, r.code, r.message)
+        if key not in seen:
+            seen.add(key)
+            reasons.append(r)
+
+    required = list(dict.fromkeys(list(thresholds.required_checks) + result.planned_checks))
+    for name in required:
+        c = result.check(name)
+        if c is None:
+            add(Reason(check=name, code="missing_check", message=f"required check {name} is not in the result",
+                       remediation=remediation("missing_check"), blocking="incomplete"))
+        elif c.status in ("skip", "unsupported"):
+            add(Reason(check=name, code="not_run", message=f"required check {name} was {c.status}: "
+                       f"{c.summary or 'no reason given'}", remediation=remediation("not_run"), blocking="incomplete"))
+    for c in result.checks:
+        if c.status in ("fail", "error"):
+            problems = c.problems()
+            for f in problems:
+                add(_from_finding(c.name, f))
+            if not problems:
+                add(Reason(check=c.name, code=f"{c.name}_{c.status}", message=c.summary or f"{c.name} {c.status}",
+                           remediation=DEFAULT_REMEDIATION))
+    by_check_code = {(r.check, r.code) for r in reasons}
+    for rule in thresholds.rules:
+        c = result.check(rule.check)
+        if c is None or c.status in ("skip", "unsupported", "error"):
+            continue  # already a reason above (missing/not run/error)
+        actual = c.metrics.get(rule.metric)
+        if actual is None:
+            if not rule.optional and c.status == "pass":
+                add(Reason(check=c.name, code="missing_metric", message=f"metric {rule.metric} is missing",
+                           remediation=remediation("missing_metric"), blocking="incomplete"))
+            continue
+        try:
+            ok = rule.holds(actual, thresholds.values)
+        except TypeError:
+            ok = False
+        if not ok and (c.name, rule.code) not in by_check_code:
+            add(_rule_reason(rule, c, actual, thresholds.values))
+    if peers:
+        for r in _peer_reasons(result, thresholds, peers):
+            add(r)
+    if any(r.blocking == "fail" for r in reasons):
+        status: VerdictStatus = "fail"
+    elif reasons:
+        status = "incomplete"
+    else:
+        status = "pass"
+    # failures first: they are what an operator acts on
+    reasons.sort(key=lambda r: r.blocking != "fail")
+    return Verdict(status=status, reasons=reasons)

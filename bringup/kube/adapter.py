@@ -1,0 +1,312 @@
+"""The one module that talks to the Kubernetes API (official ``kubernetes`` client).
+
+It is handed an ``ApiClient`` (or a kubeconfig path) and offers what admission and
+re-burn-in need: a bootstrap token and ``kubeadm join`` parameters, waiting for a node
+to be Ready, admitting (labels, our taint off, uncordon), quarantining (cordon, taint,
+reason annotation), draining through the Eviction API, and reading a node's state.
+
+Responses are read raw (``_preload_content=False``) and parsed into bringup's own
+models, so a surprising answer is a ParseError naming its JSON path. Client exceptions
+become :mod:`bringup.errors`: 5xx, 429 and connection failures are transient, 4xx carry
+the API server's own message. Node updates read, modify and patch with the
+resourceVersion as precondition, retrying on 409, so concurrent writers are never
+overwritten silently.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import urllib3
+import yaml
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+
+from ..errors import (
+    ConfigError,
+    DrainTimeoutError,
+    KubeAuthError,
+    KubeConflictError,
+    KubeError,
+    KubeNotFoundError,
+    KubeTransientError,
+)
+from ..labels import QUARANTINE_KEY, REASON_ANNOTATION, quarantine_taint, reason_code, validate_labels
+from .models import DrainResult, JoinCommand, NodeState, PodRef, QuarantineResult, parse_node, parse_pod
+from .tokens import TOKEN_NAMESPACE, ca_cert_hash, generate_token, token_secret
+
+log = logging.getLogger(__name__)
+
+SMP = "application/strategic-merge-patch+json"
+_CONFLICT_RETRIES = 5
+
+
+def _status_message(exc: ApiException) -> str:
+    try:
+        body = json.loads(exc.body or "")
+        return str(body.get("message") or exc.reason)
+    except (ValueError, AttributeError):
+        return str(exc.reason or "")
+
+
+class KubeAdapter:
+    def __init__(self, api_client: k8s.ApiClient, *, request_timeout: float = 15.0,
+                 sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.api_client = api_client
+        self.core = k8s.CoreV1Api(api_client)
+        self.timeout = request_timeout
+        self._sleep = sleep
+        self._clock = clock
+
+    @classmethod
+    def from_kubeconfig(cls, path: str | Path, context: str | None = None, **kw: Any) -> KubeAdapter:
+        try:
+            api_client = k8s_config.new_client_from_config(config_file=str(path), context=context)
+        except (k8s_config.ConfigException, OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"cannot load kubeconfig {path}: {exc}",
+                              hint="check the kubeconfig path in the settings (kubeconfig:)") from None
+        return cls(api_client, **kw)
+
+    # --- plumbing ---------------------------------------------------------------------
+    def _call(self, what: str, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+        """Call one API method and return the decoded JSON body, mapping errors."""
+        try:
+            resp = fn(*args, _preload_content=False, _request_timeout=self.timeout, **kw)
+            return json.loads(resp.data or b"null")
+        except ApiException as exc:
+            msg = f"{what}: {exc.status} {_status_message(exc)}"
+            if exc.status in (401, 403):
+                raise KubeAuthError(msg, hint="check the kubeconfig credentials and deploy/rbac.yaml") from None
+            if exc.status == 404:
+                raise KubeNotFoundError(msg) from None
+            if exc.status == 409:
+                raise KubeConflictError(msg, hint="someone else changed the object; retry") from None
+            if exc.status == 429 or (exc.status or 0) >= 500:
+                raise KubeTransientError(msg, hint="the API server is busy or failing; retry later") from None
+            raise KubeError(msg) from None
+        except urllib3.exceptions.MaxRetryError as exc:
+            if isinstance(exc.reason, urllib3.exceptions.SSLError):
+                raise KubeError(f"{what}: TLS failed: {exc.reason}",
+                                hint="check the cluster CA in the kubeconfig") from None
+            raise KubeTransientError(f"{what}: API server unreachable: {exc.reason}",
+                                     hint="check that the API server is up; retry later") from None
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise KubeTransientError(f"{what}: connection failed: {exc}",
+                                     hint="check that the API server is up; retry later") from None
+        except ValueError as exc:  # a body that is not JSON
+            raise KubeError(f"{what}: the API server did not answer JSON: {exc}") from None
+
+    def _read_node(self, name: str) -> dict[str, Any]:
+        return self._call(f"read node {name}", self.core.read_node, name)
+
+    def _patch_node(self, name: str, patch: dict[str, Any]) -> NodeState:
+        return parse_node(self._call(f"patch node {name}", self.core.patch_node, name, patch,
+                                     _content_type=SMP))
+
+    def _update_node(self, name: str, change: Callable[[dict[str, Any]], dict[str, Any]]) -> NodeState:
+        """Read the node, build a patch from it, apply it with the read resourceVersion as
+        precondition; on 409 read again and retry."""
+        for _ in range(_CONFLICT_RETRIES):
+            node = self._read_node(name)
+            patch = change(node)
+            patch.setdefault("metadata", {})["resourceVersion"] = node["metadata"]["resourceVersion"]
+            try:
+                return self._patch_node(name, patch)
+            except KubeConflictError:
+                log.info("node %s changed while we updated it; retrying", name)
+        raise KubeConflictError(f"node {name} kept changing; gave up after {_CONFLICT_RETRIES} attempts",
+                                hint="find the controller fighting over the node, then retry")
+
+    # --- bootstrap --------------------------------------------------------------------
+    def create_bootstrap_token(self, ttl: dt.timedelta | float = dt.timedelta(hours=1)) -> str:
+        """Create a bootstrap token Secret in kube-system; returns ``<id>.<secret>``."""
+        if not isinstance(ttl, dt.timedelta):
+            ttl = dt.timedelta(seconds=ttl)
+        for _ in range(3):
+            token = generate_token()
+            body = token_secret(token, ttl)
+            try:
+                self._call("create bootstrap token", self.core.create_namespaced_secret, TOKEN_NAMESPACE,
+                           k8s.V1Secret.from_dict(body))
+                return token
+            except KubeConflictError:
+                continue  # token id collision: draw another
+        raise KubeConflictError("could not create a bootstrap token with a fresh id after 3 attempts")
+
+    def cluster_endpoint_and_ca(self) -> tuple[str, bytes]:
+        """The API endpoint and CA that joining nodes will see: from the public
+        ``kube-public/cluster-info`` ConfigMap, else from our own client configuration."""
+        try:
+            cm = self._call("read cluster-info", self.core.read_namespaced_config_map, "cluster-info",
+                            "kube-public")
+            kc = yaml.safe_load((cm.get("data") or {}).get("kubeconfig", "")) or {}
+            cluster = kc["clusters"][0]["cluster"]
+            return (cluster["server"].removeprefix("https://").rstrip("/"),
+                    base64.b64decode(cluster["certificate-authority-data"]))
+        except KubeNotFoundError:
+            pass
+        except (KeyError, IndexError, TypeError, yaml.YAMLError, ValueError):
+            log.warning("kube-public/cluster-info is malformed; using the client's own endpoint and CA")
+        conf = self.api_client.configuration
+        ca_file = conf.ssl_ca_cert
+        if not ca_file:
+            raise ConfigError("no cluster CA: kube-public/cluster-info is missing and the kubeconfig names no CA",
+                              hint="run `kubeadm init phase bootstrap-token` on the control plane")
+        return conf.host.removeprefix("https://").rstrip("/"), Path(ca_file).read_bytes()
+
+    def join_command(self, ttl: dt.timedelta | float = dt.timedelta(hours=1)) -> JoinCommand:
+        """A fresh token plus the endpoint and CA pin: everything ``kubeadm join`` needs."""
+        endpoint, ca_pem = self.cluster_endpoint_and_ca()
+        return JoinCommand(endpoint=endpoint, token=self.create_bootstrap_token(ttl),
+                           ca_cert_hash=ca_cert_hash(ca_pem))
+
+    # --- node state ---------------------------------------------------------------------
+    def node_state(self, name: str) -> NodeState:
+        try:
+            return parse_node(self._read_node(name))
+        except KubeNotFoundError:
+            return NodeState(name=name, exists=False)
+
+    def wait_node_ready(self, name: str, timeout: float, poll: float = 2.0) -> NodeState:
+        deadline = self._clock() + timeout
+        last = "not registered"
+        while True:
+            try:
+                state = self.node_state(name)
+                if state.ready:
+                    return state
+                last = f"Ready is not True ({state.ready_reason})" if state.exists else "not registered"
+            except KubeTransientError as exc:
+                last = str(exc)  # keep waiting: the API server may be restarting
+            if self._clock() >= deadline:
+                raise KubeError(f"node {name} did not become Ready within {timeout:g}s; last seen: {last}",
+                                hint="check kubeadm join output and the kubelet on the node")
+            self._sleep(min(poll, max(0.0, deadline - self._clock())))
+
+    # --- admission / quarantine -----------------------------------------------------------
+    def admit(self, name: str, labels: dict[str, str], annotations: dict[str, str] | None = None) -> NodeState:
+        """Apply labels and annotations, remove our quarantine taint, uncordon."""
+        validate_labels(labels)
+        annotations = dict(annotations or {})
+
+        def change(node: dict[str, Any]) -> dict[str, Any]:
+            taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != QUARANTINE_KEY]
+            ann: dict[str, Any] = {REASON_ANNOTATION: None}  # the quarantine reason no longer holds
+            ann.update(annotations)
+            return {"metadata": {"labels": labels, "annotations": ann},
+                    "spec": {"unschedulable": None, "taints": taints or None}}
+
+        try:
+            return self._update_node(name, change)
+        except KubeNotFoundError:
+            raise KubeNotFoundError(f"node {name} is not registered in the cluster; cannot admit it",
+                                    hint="run kubeadm join on the node and wait_node_ready first") from None
+
+    def cordon(self, name: str) -> NodeState:
+        return self._patch_node(name, {"spec": {"unschedulable": True}})
+
+    def uncordon(self, name: str) -> NodeState:
+        return self._patch_node(name, {"spec": {"unschedulable": None}})
+
+    def quarantine(self, name: str, reason: str, code: str | None = None) -> QuarantineResult:
+        """Cordon, taint ``bringup.io/quarantine=<code>:NoSchedule`` and annotate the full
+        reason. A node that never joined cannot be cordoned: the result says so."""
+        taint = quarantine_taint(code or reason_code(reason))
+
+        def change(node: dict[str, Any]) -> dict[str, Any]:
+            taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != QUARANTINE_KEY]
+            return {"metadata": {"annotations": {REASON_ANNOTATION: reason}},
+                    "spec": {"unschedulable": True, "taints": [*taints, taint.to_api()]}}
+
+        try:
+            self._update_node(name, change)
+        except KubeNotFoundError:
+            return QuarantineResult(node=name, applied=False, taint=taint,
+                                    message=f"node {name} never joined the cluster: nothing to cordon or taint")
+        return QuarantineResult(node=name, applied=True, taint=taint,
+                                message=f"node {name} cordoned and tainted {taint}")
+
+    # --- drain ---------------------------------------------------------------------------
+    def pods_on(self, name: str) -> list[PodRef]:
+        data = self._call(f"list pods on {name}", self.core.list_pod_for_all_namespaces,
+                          field_selector=f"spec.nodeName={name}")
+        return [parse_pod(item, f"pod list of {name}") for item in (data or {}).get("items") or []]
+
+    def _gone(self, pod: PodRef) -> bool:
+        try:
+            data = self._call(f"read pod {pod}", self.core.read_namespaced_pod, pod.name, pod.namespace)
+        except KubeNotFoundError:
+            return True
+        # a pod recreated under the same name by its controller is a different pod
+        return ((data or {}).get("metadata") or {}).get("uid") != pod.uid
+
+    def _evict(self, pod: PodRef) -> None:
+        body = k8s.V1Eviction(api_version="policy/v1", kind="Eviction",
+                              metadata=k8s.V1ObjectMeta(name=pod.name, namespace=pod.namespace))
+        self._call(f"evict pod {pod}", self.core.create_namespaced_pod_eviction, pod.name, pod.namespace, body)
+
+    def drain(self, name: str, timeout: float, ignore_daemonsets: bool = True, poll: float = 1.0) -> DrainResult:
+        """Cordon, then evict every pod through the Eviction API, honouring
+        PodDisruptionBudgets (429: retried with backoff until ``timeout``). DaemonSet-owned
+        and mirror pods are skipped. Raises DrainTimeoutError naming the pods left."""
+        deadline = self._clock() + timeout
+        try:
+            self.cordon(name)
+        except KubeNotFoundError:
+            raise KubeNotFoundError(f"node {name} is not registered; nothing to drain") from None
+        skipped, pending = [], {}
+        daemon = []
+        for pod in self.pods_on(name):
+            if pod.mirror:
+                skipped.append(str(pod))
+            elif pod.owner_kind == "DaemonSet":
+                (skipped if ignore_daemonsets else daemon).append(str(pod))
+            else:
+                pending[str(pod)] = pod
+        if daemon:
+            raise KubeError(f"node {name} runs DaemonSet-managed pods: {', '.join(daemon)}",
+                            hint="drain with ignore_daemonsets=True; DaemonSets recreate their pods anyway")
+        evicting: set[str] = set()
+        evicted: list[str] = []
+        why: dict[str, str] = {}
+        delay = poll
+        while pending:
+            for key, pod in list(pending.items()):
+                try:
+                    if key not in evicting:
+                        self._evict(pod)
+                        evicting.add(key)
+                        why[key] = "evicted, waiting for it to terminate"
+                    if self._gone(pod):
+                        evicted.append(key)
+                        del pending[key]
+                except KubeNotFoundError:
+                    evicted.append(key)  # already gone
+                    del pending[key]
+                except KubeTransientError as exc:
+                    # 429 is a PodDisruptionBudget saying "not now"; 5xx may pass too
+                    why[key] = str(exc)
+            if not pending:
+                break
+            left = deadline - self._clock()
+            if left <= 0:
+                detail = "; ".join(f"{k} ({why.get(k, 'not evicted')})" for k in pending)
+                raise DrainTimeoutError(f"drain of node {name} timed out after {timeout:g}s with "
+                                        f"{len(pending)} pod(s) left: {detail}", pods=sorted(pending),
+                                        hint="the node stays cordoned; check the PodDisruptionBudgets named "
+                                             "above or drain again with a longer timeout")
+            self._sleep(min(delay, left))
+            delay = min(delay * 2, 10.0)
+        return DrainResult(node=name, evicted=evicted, skipped=skipped)
+
+
+__all__ = ["KubeAdapter"]

@@ -1,0 +1,197 @@
+"""Provisioning steps: BIOS profile, OS install over virtual media, configuration and
+burn-in over Ansible. Each function is one step and is handed its connections.
+
+The flows call these one per task; none of them retries or sleeps on its own beyond
+what the step itself means (waiting for a node to come back). A step that cannot tell
+whether a node is good never reports it good: an SSH link that drops mid burn-in is an
+error, not a pass.
+"""
+
+from __future__ import annotations
+
+import json
+import tarfile
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from .ansible import PlaybookResult, SshAccess, run_playbook
+from .errors import AnsibleError, ParseError, RedfishError, SSHError
+from .image import ImageManifest, pin_vars
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+AGENT_DIR = REPO_ROOT / "burnin"
+
+
+class Bmc(Protocol):
+    """What these steps need of :class:`bringup.redfish.client.Bmc`."""
+
+    def apply_bios(self, wanted: dict[str, Any], reboot: bool = True, timeout: float = 300.0) -> Any: ...
+    def insert_media(self, image_url: str, timeout: float = 120.0) -> None: ...
+    def eject_media(self) -> None: ...
+    def set_boot_once(self, target: str) -> None: ...
+    def power(self, action: str, wait: bool = True, timeout: float = 120.0) -> str: ...
+    def system(self) -> Any: ...
+
+
+# --- BIOS ------------------------------------------------------------------------------
+def apply_bios_profile(bmc: Bmc, wanted: dict[str, Any], *, timeout: float = 300.0) -> Any:
+    """Apply the SKU's BIOS attributes, reset, read back. Returns the adapter's BiosResult;
+    raises :class:`RedfishError` naming each attribute that did not take."""
+    result = bmc.apply_bios(wanted, reboot=True, timeout=timeout)
+    if not result.ok:
+        detail = "; ".join(f"{attr}: wanted {want!r}, BIOS reads {seen!r}"
+                           for attr, (want, seen) in sorted(result.not_applied.items()))
+        err = RedfishError(f"BIOS settings did not take after the reset: {detail}",
+                           hint="check the BIOS version and whether the attribute is locked; "
+                                "the node must not go on with the wrong profile")
+        err.result = result  # type: ignore[attr-defined]
+        raise err
+    return result
+
+
+# --- OS install ------------------------------------------------------------------------
+@dataclass
+class InstallResult:
+    image: str
+    media_url: str
+    power_action: str
+    waited: Any = None
+    ejected: bool = False
+
+
+def install_os(bmc: Bmc, manifest: ImageManifest, media_url: str | None = None, *,
+               wait: Callable[[], Any] | None = None, timeout: float = 120.0) -> InstallResult:
+    """Boot the node once from the image as virtual CD: insert, boot-once Cd, reset.
+
+    ``wait`` (e.g. a :func:`bringup.ssh.wait_for_ssh` partial) is called after the reset;
+    the media is ejected after it, whatever it returns or raises, so the next reboot
+    boots the installed disk. Without ``wait`` the media stays in: a live installer
+    reads it until it finishes; call ``bmc.eject_media()`` when the node is back."""
+    url = media_url or manifest.iso.url
+    bmc.insert_media(url, timeout=timeout)
+    bmc.set_boot_once("Cd")
+    state = getattr(bmc.system(), "PowerState", None)
+    action = "ForceRestart" if state == "On" else "On"
+    bmc.power(action, wait=True, timeout=timeout)
+    result = InstallResult(image=manifest.name, media_url=url, power_action=action)
+    if wait is None:
+        return result
+    try:
+        result.waited = wait()
+    finally:
+        bmc.eject_media()
+        result.ejected = True
+    return result
+
+
+# --- Ansible steps ---------------------------------------------------------------------
+@dataclass
+class NodeStep:
+    """One node's outcome of a playbook step."""
+
+    node: str
+    ok: bool
+    reason: str = ""
+    unreachable: bool = False
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+def _steps(result: PlaybookResult) -> dict[str, NodeStep]:
+    return {name: NodeStep(name, h.ok, h.reason(), h.unreachable, h.facts) for name, h in result.hosts.items()}
+
+
+def pin_versions(hosts: dict[str, dict[str, Any]], manifest: ImageManifest, access: SshAccess, *,
+                 sysroot: str | None = None, timeout: int = 600) -> dict[str, NodeStep]:
+    """playbooks/pin.yml: pin and verify the NVIDIA stack; a node whose versions differ
+    from the manifest fails with both versions in its reason."""
+    extra = pin_vars(manifest)
+    if sysroot:
+        extra["sysroot"] = sysroot
+    return _steps(run_playbook("pin.yml", hosts, extra, access, timeout=timeout))
+
+
+def configure(hosts: dict[str, dict[str, Any]], manifest: ImageManifest, access: SshAccess, *,
+              sysroot: str | None = None, extravars: dict[str, Any] | None = None,
+              timeout: int = 900) -> dict[str, NodeStep]:
+    """Pin and verify versions (pin.yml), then configure the nodes that passed
+    (configure.yml: persistence mode, sysctl, kernel modules)."""
+    steps = pin_versions(hosts, manifest, access, sysroot=sysroot, timeout=timeout)
+    good = {n: h for n, h in hosts.items() if steps[n].ok}
+    if good:
+        extra = dict(extravars or {})
+        if sysroot:
+            extra["sysroot"] = sysroot
+        for name, step in _steps(run_playbook("configure.yml", good, extra, access, timeout=timeout)).items():
+            step.facts = {**steps[name].facts, **step.facts}
+            steps[name] = step
+    return steps
+
+
+# --- burn-in ---------------------------------------------------------------------------
+@dataclass
+class BurninRun:
+    """The agent's result document as fetched from the node (judging happens elsewhere)."""
+
+    node: str
+    text: str
+    document: dict[str, Any]
+    rc: int | None
+
+
+def pack_agent(agent_dir: Path, dest: Path) -> Path:
+    """A .tar.gz of the agent package (``burnin/``), without caches."""
+    archive = dest / "burnin.tar.gz"
+
+    def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        return None if "__pycache__" in info.name or info.name.endswith(".pyc") else info
+
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(agent_dir, arcname="burnin", filter=keep)
+    return archive
+
+
+def run_burnin(node: str, host: dict[str, Any], plan: dict[str, Any], access: SshAccess, *,
+               timeout_s: int = 1800, agent_dir: Path = AGENT_DIR, sysroot: str | None = None) -> BurninRun:
+    """Copy the agent to ``node``, run ``plan`` there, fetch the result document.
+
+    Raises :class:`SSHError` (not transient) when the node drops off SSH during the run,
+    and :class:`AnsibleError` when the agent leaves no document: either way the node's
+    burn-in result is unknown, which is never a pass."""
+    if not (agent_dir / "__main__.py").exists():
+        raise AnsibleError(f"{agent_dir} is not the burn-in agent package (no __main__.py)")
+    with tempfile.TemporaryDirectory(prefix="bringup-burnin-") as tmp_:
+        tmp = Path(tmp_)
+        fetch = tmp / "results"
+        fetch.mkdir()
+        extra: dict[str, Any] = {"burnin_archive": str(pack_agent(agent_dir, tmp)), "burnin_plan": plan,
+                                 "burnin_timeout": int(timeout_s), "burnin_fetch_dir": str(fetch)}
+        if sysroot:
+            extra["sysroot"] = sysroot
+        result = run_playbook("burnin.yml", {node: host}, extra, access, timeout=int(timeout_s) + 180)
+        hr = result.hosts[node]
+        if hr.unreachable:
+            err = SSHError(f"node {node}: the SSH connection dropped during burn-in ({hr.reason()}); "
+                           "the burn-in result is unknown, so the node is not passed",
+                           hint="check the node's network and console, then run burn-in again")
+            err.transient = False
+            err.node = node  # type: ignore[attr-defined]
+            raise err
+        out = fetch / f"{node}.json"
+        if not out.exists():
+            err2 = AnsibleError(f"node {node}: burn-in produced no result document: {hr.reason()}",
+                                hint="see the agent's stderr above; the node is not passed")
+            err2.transient = False
+            err2.node = node  # type: ignore[attr-defined]
+            raise err2
+        text = out.read_text()
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise ParseError(f"the burn-in result is not JSON: {exc}", path="$", source=f"node {node}") from None
+    if not isinstance(document, dict):
+        raise ParseError("the burn-in result is not a JSON object", path="$", source=f"node {node}")
+    rc = hr.facts.get("burnin_rc")
+    return BurninRun(node=node, text=text, document=document, rc=int(rc) if rc is not None else None)

@@ -1,0 +1,13 @@
+"""Redfish: the BMC adapter (the only code that speaks Redfish) and its typed models.
+
+    from bringup.redfish import Bmc, Credentials, connect, Inventory, BiosResult
+    with connect("10.0.0.5", Credentials("admin", pw), ca_bundle="ca.pem") as bmc:
+        inv = bmc.inventory()
+"""
+
+from .client import Bmc, Credentials, connect
+from .models import BiosResult, Cpu, Dimm, Gpu, Inventory, Nic, SystemInfo
+from .quirks import Quirks, quirks_for
+
+__all__ = ["Bmc", "BiosResult", "Cpu", "Credentials", "Dimm", "Gpu", "Inventory", "Nic", "Quirks",
+           "SystemInfo", "connect", "quirks_for"]

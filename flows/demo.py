@@ -1,0 +1,37 @@
+"""The main job on the lab: commission the seeded fleet through the Prefect deployment
+and print who joined Kubernetes with which labels, who was cordoned and why.
+
+``make demo`` runs ``bringup lab up``, ``bringup lab seed`` and then this module.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from prefect.deployments import run_deployment
+
+from bringup import stages
+from bringup.report import summary_text
+
+
+def main(site: str | None = None, timeout: float = 3600.0) -> int:
+    ctx = stages.Context.from_settings()
+    site = site or ctx.settings.site
+    t0 = time.monotonic()
+    print(f"commissioning site {site} through the Prefect deployment commission/commission ...", flush=True)
+    run = run_deployment("commission/commission", parameters={"site": site}, timeout=timeout)
+    state = run.state
+    print(f"flow run {run.name}: {state.type.value if state else '?'} after {time.monotonic() - t0:.0f}s", flush=True)
+    reports = [stages.report(ctx, s.name) for s in stages.select(ctx, site=site)]
+    print()
+    print(summary_text(reports))
+    print()
+    print(f"Prefect UI: {ctx.settings.prefect_api_url.removesuffix('/api')}/runs/flow-run/{run.id}")
+    print(f"NetBox:     {ctx.settings.netbox_url}/dcim/devices/?site={site}")
+    ok = state is not None and state.is_completed()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:2]))

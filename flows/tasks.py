@@ -1,0 +1,105 @@
+"""Prefect tasks, one per library stage function.
+
+Retries are for transient errors only (timeouts, 5xx, dropped connections): a wrong MAC
+or a failed burn-in never gets better by trying again. Global concurrency limits make
+runs *queue* for OS installs, burn-ins per rack and BMC sessions instead of failing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from functools import lru_cache
+
+from prefect import task
+from prefect.concurrency.sync import concurrency
+
+from bringup.errors import BringupError
+from bringup.lifecycle import NodeReport, Outcome
+
+from .limits import BMC_LIMIT, INSTALL_LIMIT, burnin_limit, ensure_rack_limits
+
+
+def transient_only(task, task_run, state) -> bool:
+    """Prefect retry condition: retry only errors our adapters marked transient."""
+    try:
+        state.result()
+    except BringupError as exc:
+        return bool(getattr(exc, "transient", False))
+    except Exception:
+        return False
+    return False
+
+
+#: the stage implementation; ``BRINGUP_STAGES`` may name another module with the same
+#: functions (bench/commission.py swaps in timed stand-ins to measure orchestration alone)
+stages = importlib.import_module(os.environ.get("BRINGUP_STAGES", "bringup.stages"))
+
+RETRY = dict(retries=3, retry_delay_seconds=[2, 10, 30], retry_condition_fn=transient_only)
+
+
+@lru_cache(maxsize=1)
+def ctx():
+    return stages.Context.from_settings()
+
+
+@task(name="select nodes")
+def select(site: str | None, rack: str | None, tag: str | None, nodes: list[str] | None,
+           status: str | None = None) -> list:
+    selected = stages.select(ctx(), site=site, rack=rack, tag=tag, names=nodes, status=status)
+    ensure_rack_limits([s.rack for s in selected])
+    return selected
+
+
+@task(name="discover", task_run_name="discover {node}", **RETRY)
+def discover(node: str) -> Outcome:
+    with concurrency(BMC_LIMIT, occupy=1):
+        return stages.discover(ctx(), node)
+
+
+@task(name="bios", task_run_name="bios {node}", **RETRY)
+def bios(node: str) -> Outcome:
+    with concurrency(BMC_LIMIT, occupy=1):
+        return stages.apply_bios(ctx(), node)
+
+
+@task(name="install os", task_run_name="install os {node}", **RETRY)
+def install(node: str) -> Outcome:
+    with concurrency([INSTALL_LIMIT, BMC_LIMIT], occupy=1):
+        return stages.install_os(ctx(), node)
+
+
+@task(name="configure", task_run_name="configure {node}", **RETRY)
+def configure(node: str) -> Outcome:
+    return stages.configure(ctx(), node)
+
+
+@task(name="burn in", task_run_name="burn in {node}", **RETRY)
+def burn_in(node: str, rack: str, profile: str) -> Outcome:
+    with concurrency(burnin_limit(rack), occupy=1):
+        return stages.burn_in(ctx(), node, profile=profile)
+
+
+@task(name="judge", task_run_name="judge {node}")
+def judge(node: str) -> Outcome:
+    return stages.judge(ctx(), node)
+
+
+@task(name="record", task_run_name="record {node}", **RETRY)
+def record(node: str) -> Outcome:
+    return stages.record(ctx(), node)
+
+
+@task(name="admit", task_run_name="admit or quarantine {node}", **RETRY)
+def admit(node: str) -> Outcome:
+    return stages.admit(ctx(), node)
+
+
+@task(name="cordon and drain", task_run_name="cordon and drain {node}", **RETRY)
+def drain(node: str) -> Outcome:
+    return stages.cordon_and_drain(ctx(), node)
+
+
+@task(name="report", task_run_name="report {node}")
+def report(node: str) -> NodeReport:
+    return stages.report(ctx(), node)

@@ -1,0 +1,131 @@
+"""End to end: the real agent, in a subprocess, against the lab's NVML stand-in (loaded by
+the real pynvml) and tool stand-ins, one node per fault class, judged by bringup.judge."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bringup.burnin_plan import make_plan, manifest_versions
+from bringup.burnin_result import BurnInResult, parse_result
+from bringup.burnin_thresholds import SkuThresholds, thresholds_for
+from bringup.fleet import Fault, NodeSpec
+from bringup.judge import Verdict, judge
+from bringup.sku import load_skus
+from bringup.yamlio import load_file
+from lab.gpu import write_node_profile
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[3]
+# host checks (stress-ng, fio) run once in the healthy test; the fault runs skip them to stay fast
+FAST_SKIP = ("cpu_mem", "disk")
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    skus = load_skus()
+    versions = manifest_versions(load_file(REPO / "images" / "ubuntu-2404-cuda128.yaml").data)
+    return {"skus": skus, "versions": versions, "root": tmp_path_factory.mktemp("burnin-e2e"), "n": 0}
+
+
+def run_node(world: dict[str, Any], faults: list[dict[str, Any]], sku: str = "hgx-h100-80gb",
+             fast: bool = True, tool_timeout: float | None = None) -> tuple[BurnInResult, Verdict, int]:
+    world["n"] += 1
+    n = world["n"]
+    node = NodeSpec(name=f"e2e-n{n:02d}", rack="r09", sku=sku, pool="train", bmc_address=f"127.10.9.{n}",
+                    address=f"127.20.9.{n}", faults=[Fault.model_validate(f) for f in faults])
+    spec = world["skus"][sku]
+    dest = world["root"] / node.name
+    env = write_node_profile(node, spec, world["versions"], dest, nvml_build_dir=world["root"] / "nvml")
+    th = thresholds_for(spec)
+    checks = [c for c in th.required_checks if not (fast and c in FAST_SKIP)]
+    if fast:
+        th = SkuThresholds(sku=th.sku, values=th.values, rules=th.rules, required_checks=checks)
+    plan = make_plan(spec, th, world["versions"], "quick", node=node.name, checks=checks)
+    if tool_timeout is not None:
+        for spec_ in plan["tools"].values():
+            spec_["timeout_s"] = tool_timeout
+    plan_path = dest / "plan.json"
+    plan_path.write_text(json.dumps(plan))
+    full_env = dict(os.environ)
+    full_env.update(env)
+    full_env["PYTHONPATH"] = str(REPO)
+    proc = subprocess.run([sys.executable, "-m", "burnin", "run", "--plan", str(plan_path),
+                           "--out", str(dest / "result.json")], env=full_env, capture_output=True, text=True,
+                          timeout=60, cwd=str(dest))
+    assert proc.stdout.strip(), proc.stderr
+    result = parse_result(proc.stdout)
+    assert json.loads((dest / "result.json").read_text()) == json.loads(proc.stdout)
+    return result, judge(result, th), proc.returncode
+
+
+def test_healthy_node_passes_with_every_check(world):
+    result, verdict, rc = run_node(world, [], sku="hgx-h200-141gb", fast=False)
+    assert verdict.status == "pass", verdict.text()
+    assert rc == 0
+    assert {c.name for c in result.checks} == set(thresholds_for(world["skus"]["hgx-h200-141gb"]).required_checks)
+    inv = result.check("inventory")
+    assert inv.metrics["gpu_count"] == 8 and inv.data["gpus"][0]["name"] == "NVIDIA H200"
+    assert inv.data["gpus"][0]["uuid"].startswith("GPU-") and inv.data["gpus"][0]["pci_bus_id"]
+    assert result.metric("nccl", "busbw_largest_gbps") > 431
+    assert result.metric("cpu_mem", "stressors_failed") == 0
+    assert result.metric("disk", "write_mib_s") > 0
+    assert result.check("versions").data["installed"]["driver"] == world["versions"]["driver"]
+    assert result.metric("clocks", "samples") > 0
+
+
+FAULTS = [
+    # (id, faults, expected reason code, text the reason must contain)
+    ("missing_gpu", [{"kind": "missing_gpu", "gpu": 5}], "gpu_count_mismatch", "expected 8 GPUs"),
+    ("ecc_off", [{"kind": "ecc_off", "gpu": 2}], "ecc_disabled", "GPU 2"),
+    ("ecc_pending", [{"kind": "ecc_pending", "gpu": 1}], "ecc_pending", "reset GPU 1"),
+    ("ecc_uncorrectable", [{"kind": "ecc_uncorrectable", "gpu": 6, "value": 3}], "ecc_uncorrectable", "RMA GPU 6"),
+    ("row_remap_pending", [{"kind": "row_remap_pending", "gpu": 3}], "row_remap_pending", "reset GPU 3"),
+    ("row_remap_failure", [{"kind": "row_remap_failure", "gpu": 4}], "row_remap_failure", "RMA GPU 4"),
+    ("pcie_downtrained", [{"kind": "pcie_downtrained", "gpu": 7, "value": 8}], "pcie_downtrained", "x8"),
+    ("nvlink_down", [{"kind": "nvlink_down", "gpu": 0, "link": 11}], "nvlink_down", "NVLink 11"),
+    ("nvlink_errors", [{"kind": "nvlink_errors", "gpu": 5, "link": 2, "value": 250}], "nvlink_errors", "NVLink 2"),
+    ("xid_79", [{"kind": "xid", "gpu": 2, "value": 79}], "xid_fatal", "XID 79"),
+    ("xid_48", [{"kind": "xid", "gpu": 6, "value": 48}], "xid_fatal", "XID 48"),
+    ("thermal_slowdown", [{"kind": "thermal_slowdown", "gpu": 3}], "thermal_slowdown", "cooling of GPU 3"),
+    ("power_brake", [{"kind": "power_brake", "gpu": 1}], "power_brake", "PSU"),
+    ("low_busbw", [{"kind": "low_busbw", "value": 310.0}], "busbw_low", "below 460"),
+    ("nccl_wrong", [{"kind": "nccl_wrong", "value": 5}], "nccl_wrong", "5 wrong values"),
+    ("dcgm_fail", [{"kind": "dcgm_fail", "test": "memory", "gpu": 2}], "dcgm_failed", "memory"),
+    ("dcgm_skip", [{"kind": "dcgm_skip"}], "dcgm_not_run", "skip"),
+    ("gpuburn_faulty", [{"kind": "gpuburn_faulty", "gpu": 4}], "gpuburn_faulty", "RMA GPU 4"),
+    ("ib_port_down", [{"kind": "ib_port_down", "iface": "cx3"}], "ib_port_down", "mlx5_3"),
+    ("ib_wrong_speed", [{"kind": "ib_wrong_speed", "iface": "cx1", "value": 200}], "ib_rate_low", "mlx5_1"),
+    ("driver_drift", [{"kind": "driver_drift", "value": "570.86.15"}], "driver_mismatch", "570.86.15"),
+    ("nccl_drift", [{"kind": "nccl_drift", "value": "2.21.5-1+cuda12.4"}], "nccl_mismatch", "2.21.5"),
+    ("missing_tool", [{"kind": "missing_tool", "value": "dcgmi"}], "tool_missing", "install dcgmi"),
+    ("garbage_output", [{"kind": "garbage_output", "value": "gpu_burn"}], "unparseable_output", "gpu_burn"),
+]
+
+
+@pytest.mark.parametrize("faults,code,text", [pytest.param(f, c, t, id=i) for i, f, c, t in FAULTS])
+def test_fault_fails_with_the_right_reason(world, faults, code, text):
+    result, verdict, rc = run_node(world, faults)
+    assert verdict.status == "fail", verdict.text()
+    assert rc == 1
+    hits = [r for r in verdict.reasons if r.code == code]
+    assert hits, f"no {code} reason in: {verdict.text()}"
+    assert any(text in f"{r.message} {r.remediation}" for r in hits), verdict.text()
+
+
+def test_tool_that_hangs_is_killed_and_fails(world):
+    result, verdict, rc = run_node(world, [{"kind": "tool_hangs", "value": "all_reduce_perf"}], tool_timeout=1.5)
+    assert verdict.status == "fail"
+    nccl = result.check("nccl")
+    assert nccl.status == "fail" and nccl.evidence[0]["timed_out"] is True
+    assert nccl.evidence[0]["stdout_tail"].startswith("starting")
+    assert any(r.code == "tool_timeout" and "all_reduce_perf" in r.remediation for r in verdict.reasons)
+    # the rest of the run still happened
+    assert result.check("xid").status == "pass"

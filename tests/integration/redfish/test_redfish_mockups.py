@@ -1,0 +1,117 @@
+"""The client against DMTF's public mockups (data nobody here wrote), served read-only.
+
+Expected values are read from the mockup files themselves, so the test checks that the
+client reads what the documents say rather than numbers copied into the test.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bringup.discovery import discover_one
+from bringup.errors import ParseError
+from bringup.redfish import Credentials, connect
+from bringup.sku import load_skus
+from bringup.verify import ExpectedNode
+
+from pathlib import Path
+
+MOCKUPS = Path(__file__).resolve().parents[4] / "shared" / "redfish" / "mockups"
+
+pytestmark = pytest.mark.integration
+CREDS = Credentials("reader", "not-checked-by-a-static-mockup")
+
+
+def _doc(mockup: str, rel: str) -> dict:
+    return json.loads((MOCKUPS / mockup / rel / "index.json").read_text())
+
+
+def _members(mockup: str, rel: str) -> list[dict]:
+    coll = _doc(mockup, rel)
+    return [_doc(mockup, m["@odata.id"][len("/redfish/v1/"):]) for m in coll["Members"]]
+
+
+@pytest.mark.parametrize("mockup", ["public-tower", "public-rackmount1"])
+def test_inventory_matches_the_mockup_documents(mockup_server, mockup):
+    url = mockup_server(mockup)
+    system_rel = _doc(mockup, "Systems")["Members"][0]["@odata.id"][len("/redfish/v1/"):]
+    system = _doc(mockup, system_rel)
+    procs = [p for p in _members(mockup, f"{system_rel}/Processors")
+             if p.get("Status", {}).get("State") != "Absent"]   # an empty socket is no CPU
+    gpus = [p for p in procs if p.get("ProcessorType") == "GPU"]
+    cpus = [p for p in procs if p.get("ProcessorType") == "CPU"]
+    dimms = [d for d in _members(mockup, f"{system_rel}/Memory") if d.get("Status", {}).get("State") != "Absent"]
+    host_macs = {e["MACAddress"].lower() for e in _members(mockup, f"{system_rel}/EthernetInterfaces")
+                 if e.get("MACAddress")}
+    firmware = {(s.get("Name") or s["Id"], s.get("Version", "")) for s in _members(mockup, "UpdateService/FirmwareInventory")}
+
+    with connect(url, CREDS, retries=0) as bmc:   # static server: no sessions, Basic fallback
+        inv = bmc.inventory()
+        assert bmc.request_count > 5
+
+    assert inv.system.serial == system["SerialNumber"]
+    assert inv.system.manufacturer == system["Manufacturer"]
+    assert inv.system.power_state == system["PowerState"]
+    assert inv.system.bios_version == system.get("BiosVersion")
+    assert len(inv.cpus) == len(cpus)
+    assert sorted(g.id for g in inv.gpus) == sorted(g["Id"] for g in gpus)
+    for g in inv.gpus:
+        src = next(p for p in gpus if p["Id"] == g.id)
+        assert g.model == src["Model"]
+        assert g.memory_mib == src["MemorySummary"]["TotalMemorySizeMiB"]
+    assert len(inv.memory) == len(dimms)
+    assert host_macs <= {n.mac for n in inv.nics}
+    assert firmware == set(inv.firmware)
+    assert inv.bios == _doc(mockup, f"{system_rel}/Bios")["Attributes"]
+
+
+def test_the_tower_has_two_gpus(mockup_server):
+    with connect(mockup_server("public-tower"), CREDS, retries=0) as bmc:
+        gpus = bmc.inventory().gpus
+    assert len(gpus) == 2 and all(g.source == "Processors" for g in gpus)
+
+
+def _tower_gpu1() -> bytes:
+    return (MOCKUPS / "public-tower" / "Systems/437XR1238R2/Processors/GPU1/index.json").read_bytes()
+
+
+def test_truncated_json_body_is_a_parse_error_naming_the_resource(mockup_server):
+    uri = "/redfish/v1/Systems/437XR1238R2/Processors/GPU1"
+    body = _tower_gpu1()
+    url = mockup_server("public-tower", {uri: body[: len(body) // 2]})
+    with connect(url, CREDS, retries=0) as bmc:
+        with pytest.raises(ParseError) as err:
+            bmc.inventory()
+    assert uri in str(err.value) and "not valid JSON" in str(err.value)
+
+
+def test_garbage_service_root_is_a_clear_error(mockup_server):
+    url = mockup_server("public-tower", {"/redfish/v1": b"<html><body>Login</body></html>"})
+    with pytest.raises(ParseError) as err:
+        connect(url, CREDS, retries=0)
+    assert "/redfish/v1/" in str(err.value)
+
+
+def test_malformed_mac_names_the_json_path(mockup_server):
+    uri = "/redfish/v1/Systems/437XR1238R2/EthernetInterfaces/Network1"
+    doc = json.loads((MOCKUPS / "public-tower" / uri[len("/redfish/v1/"):] / "index.json").read_text())
+    doc["MACAddress"] = "not-a-mac"
+    url = mockup_server("public-tower", {uri: json.dumps(doc).encode()})
+    with connect(url, CREDS, retries=0) as bmc:
+        with pytest.raises(ParseError) as err:
+            bmc.inventory()
+    assert f"{uri} $.MACAddress" in str(err.value)
+
+
+def test_discovery_of_a_garbage_bmc_is_critical_not_a_pass(mockup_server):
+    body = _tower_gpu1()
+    url = mockup_server("public-tower", {"/redfish/v1/Systems/437XR1238R2/Processors/GPU1": body[:40]})
+    sku = next(iter(load_skus().values()))
+    node = ExpectedNode(name="tower", sku=sku, bmc_address=url, macs={})
+    result = discover_one(node, lambda _addr: CREDS, retries=0)
+    assert not result.ok
+    assert result.error_kind == "parse"
+    assert [f.code for f in result.findings] == ["bmc_parse"]
+    assert result.findings[0].severity == "critical"
