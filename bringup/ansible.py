@@ -37,7 +37,7 @@ class SshAccess:
     known_hosts: Path
 
     @classmethod
-    def from_settings(cls, settings: Any) -> "SshAccess":
+    def from_settings(cls, settings: Any) -> SshAccess:
         if not settings.ssh_key_file or not settings.ssh_known_hosts:
             raise ConfigError("settings lack ssh_key_file or ssh_known_hosts",
                               hint="name the SSH private key and the known_hosts with the nodes' host keys")
@@ -87,6 +87,8 @@ class PlaybookResult:
 
 def _message(res: dict[str, Any]) -> str:
     """The useful part of a failed task's result: msg, then the tail of stderr/stdout."""
+    if res.get("censored"):  # a no_log task: Ansible already replaced everything
+        return str(res["censored"])
     parts = []
     msg = res.get("msg")
     if msg:
@@ -124,11 +126,11 @@ def _inventory(hosts: dict[str, dict[str, Any]], access: SshAccess) -> dict[str,
     return {"all": {"hosts": inv}}
 
 
-def _envvars(tmp: Path, access: SshAccess) -> dict[str, str]:
+def _envvars(tmp: Path, cp: Path, access: SshAccess) -> dict[str, str]:
     ssh_args = " ".join([
         # one SSH connection per host for the whole run; closed by _close_masters()
         "-o ControlMaster=auto -o ControlPersist=60s",
-        f"-o ControlPath={tmp / 'cp'}/%C",
+        f"-o ControlPath={cp}/%C",
         f"-o UserKnownHostsFile={access.known_hosts}",
         "-o GlobalKnownHostsFile=/dev/null",
         "-o StrictHostKeyChecking=yes",   # pinned: an unknown or changed key is refused
@@ -141,7 +143,7 @@ def _envvars(tmp: Path, access: SshAccess) -> dict[str, str]:
         "ANSIBLE_HOME": str(tmp / "home"),
         "ANSIBLE_LOCAL_TEMP": str(tmp / "local"),
         "ANSIBLE_REMOTE_TEMP": str(tmp / "remote"),
-        "ANSIBLE_SSH_CONTROL_PATH_DIR": str(tmp / "cp"),
+        "ANSIBLE_SSH_CONTROL_PATH_DIR": str(cp),
         "ANSIBLE_HOST_KEY_CHECKING": "True",
         "ANSIBLE_SSH_ARGS": ssh_args,
         "ANSIBLE_PRIVATE_KEY_FILE": str(access.key_file),
@@ -177,13 +179,15 @@ def run_playbook(playbook: str, hosts: dict[str, dict[str, Any]], extravars: dic
             raise ConfigError(f"{p} does not exist", hint="check ssh_key_file / ssh_known_hosts in the settings")
     own_tmp = private_data_dir is None
     tmp = Path(tempfile.mkdtemp(prefix="bringup-ansible-")) if own_tmp else Path(private_data_dir)
-    for sub in ("home", "local", "cp", "runner"):
+    for sub in ("home", "local", "runner"):
         (tmp / sub).mkdir(parents=True, exist_ok=True)
+    # control sockets need a short path (108 bytes), whatever the caller's folder
+    cp = Path(tempfile.mkdtemp(prefix="bringup-cp-"))
     try:
         runner = ansible_runner.run(
             private_data_dir=str(tmp / "runner"), project_dir=str(playbooks_dir), playbook=str(path),
             inventory=_inventory(hosts, access), extravars=dict(extravars or {}),
-            envvars=_envvars(tmp, access), quiet=True, forks=forks,
+            envvars=_envvars(tmp, cp, access), quiet=True, forks=forks,
             timeout=timeout, settings={"suppress_ansible_output": True, "idle_timeout": 0},
         )
         result = _collect(playbook, runner, hosts)
@@ -193,18 +197,22 @@ def run_playbook(playbook: str, hosts: dict[str, dict[str, Any]], extravars: dic
             err.transient = True
             raise err
         if not any(h.ran for h in result.hosts.values()) and runner.rc != 0:
-            out = ""
-            try:
-                out = runner.stdout.read()[-TAIL:]
-            except Exception:  # the stdout artifact is optional
-                pass
+            out = _stdout_tail(runner)
             raise AnsibleError(f"{playbook} could not run (rc={runner.rc}, status={runner.status}): {out.strip()}",
                                hint="check the playbook syntax and the extra vars")
         return result
     finally:
-        _close_masters(tmp / "cp")
+        _close_masters(cp)
+        shutil.rmtree(cp, ignore_errors=True)
         if own_tmp:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _stdout_tail(runner: Any) -> str:
+    try:
+        return runner.stdout.read()[-TAIL:]
+    except (OSError, AttributeError):  # the stdout artifact is optional
+        return ""
 
 
 def _close_masters(cp_dir: Path) -> None:

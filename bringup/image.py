@@ -88,6 +88,14 @@ class Versions(BaseModel):
     dcgm: str
     nccl_tests: str
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _not_a_number(cls, v: object) -> object:
+        # YAML reads 12.10 as the float 12.1: a version must be quoted to stay exact
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            raise ValueError(f"{v!r} was read as a number; write versions in quotes, e.g. \"{v}\"")
+        return v
+
     @field_validator("driver")
     @classmethod
     def _driver(cls, v: str) -> str:
@@ -114,7 +122,7 @@ class Versions(BaseModel):
         return _check(SEMVER_RE, "2.14.1", v)
 
     @model_validator(mode="after")
-    def _nccl_matches_cuda(self) -> "Versions":
+    def _nccl_matches_cuda(self) -> Versions:
         m = NCCL_RE.match(self.nccl)
         if m and m.group(1) != self.cuda:
             raise ValueError(f"nccl {self.nccl} is built for CUDA {m.group(1)} but cuda is {self.cuda}")
@@ -197,7 +205,7 @@ def _cross_checks(m: ImageManifest, doc: LocatedYaml) -> list[str]:
     for name, pin in m.apt.pins.items():
         want = getattr(m.packages, pin.component)
         got = pin.version_no_epoch
-        if not (got == want or got.startswith(want + "-") or got.startswith(want + ".")):
+        if not (got == want or got.startswith((want + "-", want + "."))):
             problems.append(f"  {doc.where(('apt', 'pins', name, 'version'))} apt.pins.{name}.version: "
                             f"{pin.version} does not carry {pin.component} {want} from packages.{pin.component}")
     tag = m.nccl_tests.tag.lstrip("v")

@@ -56,7 +56,7 @@ def expected_host_key(known_hosts: Path, address: str, port: int) -> str:
     if not keys:
         raise ConfigError(f"{known_hosts} has no host key for {name}",
                           hint="add the node's pre-generated host key before installing it")
-    key_type = sorted(keys.keys())[0]
+    key_type = min(keys.keys())
     return f"{key_type} {keys[key_type].get_base64()}"
 
 

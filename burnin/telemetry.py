@@ -39,6 +39,9 @@ class Sampler:
                     s[key] = n.call(fn, *args)
                 except Unsupported:
                     s[key] = None
+                    if key == "reasons":
+                        # drivers before the "event reasons" rename only have the old name
+                        s[key] = n.opt("nvmlDeviceGetCurrentClocksThrottleReasons", h)
                 except NvmlFailure as exc:
                     s[key] = None
                     s.setdefault("errors", []).append(str(exc))

@@ -25,6 +25,10 @@ def prefect_env(home: Path, port: int = PREFECT_PORT) -> dict[str, str]:
         "PREFECT_SERVER_API_PORT": str(port),
         "PREFECT_UI_API_URL": f"http://{HOST}:{port}/api",
         "PREFECT_LOGGING_LEVEL": "INFO",
+        # a task waiting on a full global concurrency limit polls again after at most
+        # this many seconds (default 30): burn-in and install slots free up every few
+        # minutes and a queued node should take one promptly, not half a minute later
+        "PREFECT_SERVER_CONCURRENCY_MAXIMUM_CONCURRENCY_SLOT_WAIT_SECONDS": "2",
     }
     db = os.environ.get("BRINGUP_PREFECT_DATABASE_URL")
     env["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = db or f"sqlite+aiosqlite:///{home}/prefect.db"

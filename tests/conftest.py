@@ -62,12 +62,12 @@ def _flush_redis(db: int) -> None:
                        capture_output=True, check=False)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def netbox_url(netbox_server):
     return netbox_server.url(TEST_NETBOX_PORT)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def netbox_token(lab_paths):
     return (lab_paths.secrets / "netbox-token").read_text().strip()
 

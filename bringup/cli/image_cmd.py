@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -14,20 +15,20 @@ out = Console()
 
 
 @app.command()
-def render(name: str = typer.Argument(..., help="manifest name (images/NAME.yaml) or a path"),
-           out_dir: Path = typer.Option(None, "--out", help="folder for user-data and meta-data"),
-           hostname: str = typer.Option("ubuntu", help="hostname written to meta-data"),
-           authorized_key: list[str] = typer.Option([], "--authorized-key",
-                                                    help="public key allowed to log in (repeatable)")) -> None:
+def render(name: Annotated[str, typer.Argument(help="manifest name (images/NAME.yaml) or a path")],
+           out_dir: Annotated[Path | None, typer.Option("--out", help="folder for user-data and meta-data")] = None,
+           hostname: Annotated[str, typer.Option(help="hostname written to meta-data")] = "ubuntu",
+           authorized_key: Annotated[list[str] | None, typer.Option(
+               "--authorized-key", help="public key allowed to log in (repeatable)")] = None) -> None:
     """Render the Ubuntu autoinstall seed (user-data, meta-data) of an image manifest."""
     manifest = load_manifest(name)
     target = out_dir or Path("build") / "images" / manifest.name
-    for path in write_render(manifest, target, hostname=hostname, authorized_keys=authorized_key):
+    for path in write_render(manifest, target, hostname=hostname, authorized_keys=authorized_key or []):
         out.print(f"wrote {path}")
 
 
 @app.command()
-def show(name: str = typer.Argument(..., help="manifest name or path")) -> None:
+def show(name: Annotated[str, typer.Argument(help="manifest name or path")]) -> None:
     """Validate a manifest and print its pinned versions."""
     m = load_manifest(name)
     out.print(f"{m.name}: {m.os.distribution} {m.os.release} kernel {m.os.kernel}")

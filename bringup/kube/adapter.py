@@ -39,7 +39,7 @@ from ..errors import (
     KubeNotFoundError,
     KubeTransientError,
 )
-from ..labels import QUARANTINE_KEY, REASON_ANNOTATION, quarantine_taint, reason_code, validate_labels
+from ..labels import PREFIX, QUARANTINE_KEY, REASON_ANNOTATION, quarantine_taint, reason_code, validate_labels
 from .models import DrainResult, JoinCommand, NodeState, PodRef, QuarantineResult, parse_node, parse_pod
 from .tokens import TOKEN_NAMESPACE, ca_cert_hash, generate_token, token_secret
 
@@ -52,7 +52,10 @@ _CONFLICT_RETRIES = 5
 def _status_message(exc: ApiException) -> str:
     try:
         body = json.loads(exc.body or "")
-        return str(body.get("message") or exc.reason)
+        msg = str(body.get("message") or exc.reason)
+        # an eviction refused by a PodDisruptionBudget names the budget in its causes
+        causes = [c.get("message", "") for c in (body.get("details") or {}).get("causes") or []]
+        return "; ".join([msg, *[c for c in causes if c]])
     except (ValueError, AttributeError):
         return str(exc.reason or "")
 
@@ -90,7 +93,10 @@ class KubeAdapter:
                 raise KubeNotFoundError(msg) from None
             if exc.status == 409:
                 raise KubeConflictError(msg, hint="someone else changed the object; retry") from None
-            if exc.status == 429 or (exc.status or 0) >= 500:
+            if exc.status == 429:
+                raise KubeTransientError(msg, hint="refused for now (disruption budget or rate limit); "
+                                                   "retry later") from None
+            if (exc.status or 0) >= 500:
                 raise KubeTransientError(msg, hint="the API server is busy or failing; retry later") from None
             raise KubeError(msg) from None
         except urllib3.exceptions.MaxRetryError as exc:
@@ -194,7 +200,10 @@ class KubeAdapter:
 
     # --- admission / quarantine -----------------------------------------------------------
     def admit(self, name: str, labels: dict[str, str], annotations: dict[str, str] | None = None) -> NodeState:
-        """Apply labels and annotations, remove our quarantine taint, uncordon."""
+        """Apply labels and annotations, remove our quarantine taint, uncordon.
+
+        ``bringup.io/`` labels not in ``labels`` are removed (left from an earlier
+        admission); other owners' labels and taints are kept."""
         validate_labels(labels)
         annotations = dict(annotations or {})
 
@@ -202,7 +211,10 @@ class KubeAdapter:
             taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != QUARANTINE_KEY]
             ann: dict[str, Any] = {REASON_ANNOTATION: None}  # the quarantine reason no longer holds
             ann.update(annotations)
-            return {"metadata": {"labels": labels, "annotations": ann},
+            # our own labels from an earlier admission (another pool, say) must not linger
+            stale = {k: None for k in (node["metadata"].get("labels") or {})
+                     if k.startswith(f"{PREFIX}/") and k not in labels}
+            return {"metadata": {"labels": {**stale, **labels}, "annotations": ann},
                     "spec": {"unschedulable": None, "taints": taints or None}}
 
         try:
@@ -294,7 +306,7 @@ class KubeAdapter:
                     del pending[key]
                 except KubeTransientError as exc:
                     # 429 is a PodDisruptionBudget saying "not now"; 5xx may pass too
-                    why[key] = str(exc)
+                    why[key] = exc.args[0]  # the message without the generic retry hint
             if not pending:
                 break
             left = deadline - self._clock()

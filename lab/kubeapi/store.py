@@ -113,6 +113,7 @@ class Store:
             return items, str(self.rv)
 
     def create(self, res: Resource, namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
+        obj = copy.deepcopy(obj)  # never keep (and later mutate) the caller's dict
         with self.lock:
             meta = obj.setdefault("metadata", {})
             if not meta.get("name") and meta.get("generateName"):
@@ -143,6 +144,7 @@ class Store:
     def replace(self, res: Resource, namespace: str, name: str, obj: dict[str, Any],
                 *, check_rv: bool = True) -> dict[str, Any]:
         """PUT semantics: identity fields are kept; a stale resourceVersion is a 409."""
+        obj = copy.deepcopy(obj)
         with self.lock:
             key = (_rkey(res), namespace if res.namespaced else "", name)
             cur = self.objects.get(key)

@@ -30,9 +30,14 @@ def _node_row(o: dict[str, Any]) -> list[Any]:
         status += ",SchedulingDisabled"
     roles = sorted(k.split("/", 1)[1] for k in (o["metadata"].get("labels") or {})
                    if k.startswith("node-role.kubernetes.io/"))
-    version = ((o.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", "")
+    st = o.get("status") or {}
+    info = st.get("nodeInfo") or {}
+    addr = {a.get("type"): a.get("address") for a in st.get("addresses") or []}
     return [o["metadata"]["name"], status, ",".join(roles) or "<none>",
-            age(o["metadata"].get("creationTimestamp")), version]
+            age(o["metadata"].get("creationTimestamp")), info.get("kubeletVersion", ""),
+            addr.get("InternalIP") or "<none>", addr.get("ExternalIP") or "<none>",
+            info.get("osImage") or "<unknown>", info.get("kernelVersion") or "<unknown>",
+            info.get("containerRuntimeVersion") or "<unknown>"]
 
 
 def _pod_row(o: dict[str, Any]) -> list[Any]:
@@ -43,7 +48,8 @@ def _pod_row(o: dict[str, Any]) -> list[Any]:
     restarts = sum(int(c.get("restartCount", 0)) for c in cs)
     phase = "Terminating" if o["metadata"].get("deletionTimestamp") else st.get("phase", "Unknown")
     return [o["metadata"]["name"], f"{ready}/{total}", phase, restarts,
-            age(o["metadata"].get("creationTimestamp"))]
+            age(o["metadata"].get("creationTimestamp")), st.get("podIP") or "<none>",
+            (o.get("spec") or {}).get("nodeName") or "<none>", "<none>", "<none>"]
 
 
 def _col(name: str, typ: str = "string", fmt: str = "", priority: int = 0) -> dict[str, Any]:
@@ -51,10 +57,13 @@ def _col(name: str, typ: str = "string", fmt: str = "", priority: int = 0) -> di
 
 
 COLUMNS = {
-    "nodes": ([_col("Name", fmt="name"), _col("Status"), _col("Roles"), _col("Age"), _col("Version")],
-              _node_row),
+    # priority-1 columns are the extra ones ``-o wide`` shows
+    "nodes": ([_col("Name", fmt="name"), _col("Status"), _col("Roles"), _col("Age"), _col("Version"),
+               _col("Internal-IP", priority=1), _col("External-IP", priority=1), _col("OS-Image", priority=1),
+               _col("Kernel-Version", priority=1), _col("Container-Runtime", priority=1)], _node_row),
     "pods": ([_col("Name", fmt="name"), _col("Ready"), _col("Status"), _col("Restarts", "integer"),
-              _col("Age")], _pod_row),
+              _col("Age"), _col("IP", priority=1), _col("Node", priority=1), _col("Nominated Node", priority=1),
+              _col("Readiness Gates", priority=1)], _pod_row),
 }
 
 

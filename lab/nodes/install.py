@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bringup.errors import LabError
+from bringup.errors import ConfigError, LabError
 from bringup.fleet import FaultKind, NodeSpec
 from bringup.image import IMAGES_DIR, ImageManifest, manifest_for_url
 from bringup.sku import load_skus
@@ -114,7 +114,7 @@ def install_from_media(node: NodeSpec, image_url: str, home: Path, images_dir: P
     node's state. With fault ``never_returns`` the node stays down after the install."""
     try:
         manifest = manifest_for_url(image_url, images_dir)
-    except Exception as exc:  # an unknown ISO does not boot: the node stays as it was
+    except ConfigError as exc:  # an unknown ISO does not boot: the node stays as it was
         raise LabError(f"node {node.name} cannot boot {image_url}: {exc}") from None
     nd = NodeDir(home, node.name)
     stop_sshd(home, node.name)  # the reset took the old OS down

@@ -18,8 +18,17 @@ from pathlib import Path
 from bringup.fleet import FaultKind, FleetProfile, NodeSpec, load_fleet
 from bringup.sku import load_skus, nic_counts
 
-from .sshd import (NodeDir, _cmdline, client_key, descendants, kill_tree, sshd_pid, start_sshd, stop_sshd,
-                   write_known_hosts)
+from .sshd import (
+    NodeDir,
+    _cmdline,
+    client_key,
+    descendants,
+    kill_tree,
+    sshd_pid,
+    start_sshd,
+    stop_sshd,
+    write_known_hosts,
+)
 
 log = logging.getLogger("lab.nodes")
 

@@ -262,7 +262,7 @@ def start_sshd(home: Path, node: NodeSpec, timeout: float = 10.0) -> int:
         nd.pidfile.unlink(missing_ok=True)
         argv = [sshd_binary(), "-f", str(nd.config), "-E", str(nd.log)]
         # without -D sshd binds, forks into the background and writes its pid file
-        proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(argv, check=False, capture_output=True, text=True, stdin=subprocess.DEVNULL)
         if proc.returncode != 0:
             tail = (proc.stderr or "").strip() or _tail(nd.log)
             raise LabError(f"sshd of node {node.name} did not start on {node.address}:{node.ssh_port}: {tail}",

@@ -59,7 +59,7 @@ def run_node(world: dict[str, Any], faults: list[dict[str, Any]], sku: str = "hg
     full_env["PYTHONPATH"] = str(REPO)
     proc = subprocess.run([sys.executable, "-m", "burnin", "run", "--plan", str(plan_path),
                            "--out", str(dest / "result.json")], env=full_env, capture_output=True, text=True,
-                          timeout=60, cwd=str(dest))
+                          timeout=60, cwd=str(dest), check=False)
     assert proc.stdout.strip(), proc.stderr
     result = parse_result(proc.stdout)
     assert json.loads((dest / "result.json").read_text()) == json.loads(proc.stdout)
@@ -112,7 +112,7 @@ FAULTS = [
 
 @pytest.mark.parametrize("faults,code,text", [pytest.param(f, c, t, id=i) for i, f, c, t in FAULTS])
 def test_fault_fails_with_the_right_reason(world, faults, code, text):
-    result, verdict, rc = run_node(world, faults)
+    _, verdict, rc = run_node(world, faults)
     assert verdict.status == "fail", verdict.text()
     assert rc == 1
     hits = [r for r in verdict.reasons if r.code == code]
@@ -121,7 +121,7 @@ def test_fault_fails_with_the_right_reason(world, faults, code, text):
 
 
 def test_tool_that_hangs_is_killed_and_fails(world):
-    result, verdict, rc = run_node(world, [{"kind": "tool_hangs", "value": "all_reduce_perf"}], tool_timeout=1.5)
+    result, verdict, _ = run_node(world, [{"kind": "tool_hangs", "value": "all_reduce_perf"}], tool_timeout=1.5)
     assert verdict.status == "fail"
     nccl = result.check("nccl")
     assert nccl.status == "fail" and nccl.evidence[0]["timed_out"] is True

@@ -15,7 +15,6 @@ import pytest
 from bringup.kube import KubeAdapter
 
 REPO = Path(__file__).resolve().parents[3]
-KUBEADM = REPO / "lab" / "kubeapi" / "bin" / "kubeadm"
 
 
 def free_port(host: str = "127.0.0.1") -> int:

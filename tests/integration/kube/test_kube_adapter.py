@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from kubernetes import client as k8s
@@ -22,7 +23,7 @@ from bringup.kube import KubeAdapter
 from bringup.labels import QUARANTINE_KEY, REASON_ANNOTATION, node_labels
 from bringup.sku import load_skus
 
-from .conftest import KUBEADM
+KUBEADM = Path(__file__).resolve().parents[3] / "lab" / "kubeapi" / "bin" / "kubeadm"
 
 pytestmark = pytest.mark.integration
 
@@ -111,6 +112,9 @@ def test_quarantine_then_admit(kube):
     assert st.annotations[REASON_ANNOTATION] == "XID 79 on GPU 2: fell off the bus under load"
     assert {t.key for t in st.taints} == {QUARANTINE_KEY, "example.com/maintenance"}
 
+    k8s.CoreV1Api(kube.api_client).patch_node(
+        "gpu-adm-1", {"metadata": {"labels": {"bringup.io/old-pool-label": "x", "team": "ml"}}},
+        _content_type="application/merge-patch+json")
     sku = load_skus()["hgx-h100-80gb"]
     labels = node_labels(sku, Pool(), {}, {"status": "passed", "date": "2026-11-30"}, pool_name="train-h100")
     st = kube.admit("gpu-adm-1", labels, {"bringup.io/burnin-run": "run-42"})
@@ -119,7 +123,8 @@ def test_quarantine_then_admit(kube):
     assert REASON_ANNOTATION not in st.annotations and st.annotations["bringup.io/burnin-run"] == "run-42"
     for k, v in labels.items():
         assert st.labels[k] == v
-    assert st.labels["kubernetes.io/hostname"] == "gpu-adm-1"  # existing labels kept
+    assert st.labels["kubernetes.io/hostname"] == "gpu-adm-1"  # other owners' labels kept
+    assert st.labels["team"] == "ml" and "bringup.io/old-pool-label" not in st.labels
 
 
 def test_quarantine_of_a_node_that_never_joined(kube):

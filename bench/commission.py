@@ -1,0 +1,109 @@
+"""Benchmark: how close does the commission flow get to the best possible schedule?
+
+    .venv/bin/python bench/commission.py --nodes 64,256
+
+For each fleet size it runs the real ``commission`` flow on a real Prefect server with
+the real global concurrency limits, but with timed stand-ins for the stages
+(bench/simstages.py), so what is measured is the orchestration. It prints the wall time,
+the critical-path lower bound given the limits, their ratio, and the controller's peak
+RSS. Target: ratio <= 1.10 at 256 nodes on 2 cores. Each size runs in a child process
+(the stage stand-ins read their configuration at import time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+DURATIONS = {"discover": 1.0, "bios": 2.0, "install": 6.0, "configure": 2.0, "burnin": 10.0,
+             "judge": 0.2, "record": 0.5, "admit": 1.0}
+LIMITS = {"os-installs": 32, "bmc-sessions": 64, "burnin_per_rack": 4}
+ORDER = ["discover", "bios", "install", "configure", "burnin", "judge", "record", "admit"]
+
+
+def lower_bound(n: int, rack_size: int, d: dict[str, float], limits: dict[str, int]) -> float:
+    """A schedule can be no shorter than any of these necessary conditions."""
+    chain = sum(d[s] for s in ORDER)
+    before = lambda stage: sum(d[s] for s in ORDER[:ORDER.index(stage)])  # noqa: E731
+    after = lambda stage: sum(d[s] for s in ORDER[ORDER.index(stage) + 1:])  # noqa: E731
+    bounds = [chain]
+    # OS installs: ceil(n / limit) waves of installs between the fastest before and after
+    bounds.append(before("install") + math.ceil(n / limits["os-installs"]) * d["install"] + after("install"))
+    # burn-ins per rack, the fullest rack decides
+    fullest = min(rack_size, n)
+    bounds.append(before("burnin") + math.ceil(fullest / limits["burnin_per_rack"]) * d["burnin"] + after("burnin"))
+    # BMC sessions: all BMC work spread over the slots, then the quickest tail
+    bmc_work = n * (d["discover"] + d["bios"] + d["install"])
+    bounds.append(bmc_work / limits["bmc-sessions"] + after("install"))
+    return max(bounds)
+
+
+def child(n: int, rack_size: int) -> None:
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    from flows.commission import commission
+    from flows.limits import ensure_limits
+    ensure_limits({"os-installs": LIMITS["os-installs"], "bmc-sessions": LIMITS["bmc-sessions"]})
+    # rack limits are made by the flow; set their size for this run
+    ensure_limits({f"burnin-rack-r{r:02d}": LIMITS["burnin_per_rack"] for r in range(math.ceil(n / rack_size))})
+    flow = commission.with_options(task_runner=ThreadPoolTaskRunner(max_workers=n))
+    t = time.monotonic()
+    rows = flow(site="bench")
+    wall = time.monotonic() - t
+    admitted = sum(1 for r in rows if r["verdict"] == "admitted")
+    rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"wall": wall, "admitted": admitted, "rss_mib": rss_mib}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nodes", default="64,256")
+    ap.add_argument("--rack-size", type=int, default=16)
+    ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args.child, args.rack_size)
+        return
+
+    from lab.paths import LabPaths
+    from lab.prefect_server import PrefectServer
+    paths = LabPaths.default()
+    paths.ensure()
+    home = Path(tempfile.mkdtemp(prefix="bringup-bench-prefect-"))
+    server = PrefectServer(paths, name="prefect-bench", home=home, port=54209)
+    server.start()
+    results = []
+    try:
+        for n in [int(x) for x in args.nodes.split(",")]:
+            env = {**os.environ, **server.env(), "BRINGUP_STAGES": "bench.simstages",
+                   "BRINGUP_BENCH": json.dumps({"nodes": n, "rack_size": args.rack_size, "durations": DURATIONS}),
+                   "PREFECT_LOGGING_LEVEL": "WARNING"}
+            r = subprocess.run([sys.executable, __file__, "--child", str(n), "--rack-size", str(args.rack_size)],
+                               env=env, capture_output=True, text=True, cwd=REPO)
+            if r.returncode != 0:
+                print(r.stdout[-3000:], r.stderr[-3000:], file=sys.stderr)
+                raise SystemExit(f"run with {n} nodes failed")
+            out = json.loads(r.stdout.strip().splitlines()[-1])
+            lb = lower_bound(n, args.rack_size, DURATIONS, LIMITS)
+            results.append((n, out["wall"], lb, out["wall"] / lb, out["rss_mib"], out["admitted"]))
+    finally:
+        server.stop()
+    print(f"stage seconds: {DURATIONS}; limits: {LIMITS}; rack size {args.rack_size}")
+    print(f"{'nodes':>6} {'wall s':>8} {'bound s':>8} {'ratio':>6} {'peak RSS MiB':>13} {'admitted':>9}")
+    for n, wall, lb, ratio, rss, adm in results:
+        print(f"{n:>6} {wall:>8.1f} {lb:>8.1f} {ratio:>6.3f} {rss:>13.0f} {adm:>9}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""A whole lab for the flow tests: real NetBox and Prefect (session fixtures of
+tests/conftest.py) plus this fleet's simulated BMCs, nodes (real sshd) and Kubernetes
+API, all on loopback addresses of their own."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bringup.fleet import load_fleet
+from bringup.nbschema import load_schema
+from bringup.sku import load_skus, nic_counts
+
+REPO = Path(__file__).resolve().parents[3]
+FLEET = REPO / "tests" / "fixtures" / "fleets" / "flow8.yaml"
+KUBE_LISTEN = "127.0.0.1:56453"
+
+
+@pytest.fixture(scope="session")
+def flow_fleet():
+    return load_fleet(FLEET, nic_counts(load_skus()))
+
+
+@pytest.fixture(scope="session")
+def flow_lab(tmp_path_factory, flow_fleet, netbox_server, prefect_server, lab_paths):
+    """Start the simulators for flow8.yaml under a private home; yield the settings path."""
+    from lab import procs
+    from lab.supervisor import SIM_SERVICES
+
+    home = tmp_path_factory.mktemp("flowlab")
+    run, logs = home / "run", home / "logs"
+    started = []
+    for svc in SIM_SERVICES:
+        argv = [sys.executable, "-m", f"lab.{svc.module}", "serve", "--fleet", str(FLEET), "--home", str(home)]
+        if svc.module == "kubeapi":
+            argv += ["--listen", KUBE_LISTEN]
+        procs.start(svc.name, argv, run_dir=run, log_dir=logs, cwd=REPO)
+        started.append(svc.name)
+    host, port = KUBE_LISTEN.split(":")
+    procs.wait_until(lambda: all(procs.port_open(n.bmc_address, n.bmc_port) for n in flow_fleet.nodes),
+                     timeout=60, what="BMC simulator", log=logs / "bmcsim.log")
+    procs.wait_until(lambda: procs.port_open(host, int(port)) and (home / "kube" / "kubeconfig").exists(),
+                     timeout=60, what="Kubernetes API stand-in", log=logs / "kubeapi.log")
+    procs.wait_until(lambda: (home / "secrets" / "known_hosts").exists(), timeout=60, what="simulated nodes",
+                     log=logs / "nodes.log")
+    settings = {
+        "site": flow_fleet.site,
+        "netbox_url": netbox_server.url(58081),
+        "netbox_token_file": str(lab_paths.secrets / "netbox-token"),
+        "prefect_api_url": prefect_server.api_url,
+        "bmc_credentials_file": str(home / "secrets" / "bmc.yaml"),
+        "bmc_ca_bundle": str(home / "pki" / "ca.pem"),
+        "bmc_port": 8443,
+        "ssh_port": 2222,
+        "ssh_key_file": str(home / "secrets" / "id_ed25519"),
+        "ssh_known_hosts": str(home / "secrets" / "known_hosts"),
+        "kubeconfig": str(home / "kube" / "kubeconfig"),
+        "evidence_dir": str(home / "evidence"),
+        "image": "ubuntu-2404-cuda128",
+    }
+    path = home / "config.yaml"
+    path.write_text(yaml.safe_dump(settings))
+    yield path
+    for name in reversed(started):
+        procs.stop(name, run)
+
+
+@pytest.fixture(scope="session")
+def flow_env(flow_lab, prefect_server):
+    """Point bringup and Prefect at the flow lab for this process."""
+    old = {k: os.environ.get(k) for k in ("BRINGUP_CONFIG", "PREFECT_API_URL")}
+    os.environ["BRINGUP_CONFIG"] = str(flow_lab)
+    os.environ["PREFECT_API_URL"] = prefect_server.api_url
+    yield flow_lab
+    for k, v in old.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture(scope="session")
+def seeded(flow_env, flow_fleet, netbox_server, postgres, netbox_url, netbox_token):
+    """A fresh NetBox database with the schema applied and flow8 seeded."""
+    from bringup.netbox_adapter import NetBox, connect
+    from lab.netbox_server import PRISTINE_DB
+    postgres.clone(PRISTINE_DB, "netbox_test")
+    nb = NetBox(connect(netbox_url, netbox_token))
+    nb.apply_schema(load_schema())
+    nb.seed(flow_fleet, load_skus())
+    return nb

@@ -1,0 +1,82 @@
+"""ansible-runner against the real sshd of simulated nodes: pin.yml, configure.yml,
+host key checking, secrets kept out of results."""
+
+from __future__ import annotations
+
+import pytest
+
+from bringup.ansible import SshAccess, run_playbook
+from bringup.image import pin_vars
+from bringup.provision import configure, pin_versions
+from lab.nodes.sshd import NodeDir
+
+pytestmark = pytest.mark.integration
+
+
+def test_pin_passes_on_a_healthy_node_and_fails_on_driver_drift_with_both_versions(node_lab):
+    hosts = {n: node_lab.host(n) for n in ("ok", "drift")}
+    steps = pin_versions(hosts, node_lab.manifest, node_lab.access)
+    ok, drift = steps["ok"], steps["drift"]
+    assert ok.ok, ok.reason
+    assert ok.facts["installed_driver"] == "570.133.20" and ok.facts["pin_mismatches"] == []
+    assert not drift.ok and not drift.unreachable
+    assert "driver (loaded kernel module): manifest says 570.133.20, node has 570.86.15" in drift.reason
+    assert ("nvidia-driver-570-server (driver): manifest says 570.133.20-0ubuntu0.24.04.1, "
+            "node has 570.86.15-0ubuntu0.24.04.1") in drift.reason
+    # NCCL was not drifted on that node, so it is not blamed
+    assert "libnccl2" not in drift.reason
+    # pinning left APT preferences and holds on the node
+    root = NodeDir(node_lab.home, "ok").root
+    pref = (root / "etc/apt/preferences.d/bringup-ubuntu-2404-cuda128.pref").read_text()
+    assert "Package: libnccl2\nPin: version 2.26.2-1+cuda12.8\nPin-Priority: 1001" in pref
+
+
+def test_pin_follows_the_manifest_not_the_node(node_lab):
+    # a manifest asking for another NCCL makes the healthy node fail, naming both versions
+    m = node_lab.manifest.model_copy(deep=True)
+    extra = pin_vars(m)
+    extra["expected_packages"]["libnccl2"]["version"] = "2.27.3-1+cuda12.8"
+    res = run_playbook("pin.yml", {"ok": node_lab.host("ok")}, extra, node_lab.access)
+    assert not res.ok
+    assert "libnccl2 (nccl): manifest says 2.27.3-1+cuda12.8, node has 2.26.2-1+cuda12.8" in res.hosts["ok"].reason()
+
+
+def test_configure_writes_persistence_sysctl_and_modules_under_the_node_root(node_lab):
+    steps = configure({"ok": node_lab.host("ok"), "drift": node_lab.host("drift")}, node_lab.manifest,
+                      node_lab.access, extravars={"gpu_modules": ["nvidia", "nvidia_uvm"]})
+    assert steps["ok"].ok, steps["ok"].reason
+    assert steps["ok"].facts["configured_modules"] == ["nvidia", "nvidia_uvm"]
+    assert not steps["drift"].ok  # never configured past a failed pin
+    root = NodeDir(node_lab.home, "ok").root
+    assert "kernel.numa_balancing = 0" in (root / "etc/sysctl.d/90-bringup-gpu.conf").read_text()
+    assert (root / "etc/modules-load.d/bringup-gpu.conf").read_text().split("\n")[1:3] == ["nvidia", "nvidia_uvm"]
+    link = root / "etc/systemd/system/multi-user.target.wants/nvidia-persistenced.service"
+    assert link.is_symlink() and str(link.readlink()) == "/lib/systemd/system/nvidia-persistenced.service"
+    # nothing escaped to the real /etc of this machine
+    assert not (root.anchor and __import__("pathlib").Path("/etc/sysctl.d/90-bringup-gpu.conf").exists()
+                and "bringup" in open("/etc/sysctl.d/90-bringup-gpu.conf").read())
+
+
+def test_a_node_with_an_unexpected_host_key_is_unreachable(node_lab, tmp_path):
+    # known_hosts that pins another node's key for "ok"
+    ok, drift = node_lab.fleet.node("ok"), node_lab.fleet.node("drift")
+    lines = node_lab.access.known_hosts.read_text().splitlines()
+    drift_key = next(ln for ln in lines if ln.startswith(f"[{drift.address}]")).split(None, 1)[1]
+    kh = tmp_path / "known_hosts"
+    kh.write_text(f"[{ok.address}]:{ok.ssh_port} {drift_key}\n")
+    access = SshAccess(node_lab.access.user, node_lab.access.key_file, kh)
+    steps = pin_versions({"ok": node_lab.host("ok")}, node_lab.manifest, access)
+    assert not steps["ok"].ok and steps["ok"].unreachable
+    assert "Host key verification failed" in steps["ok"].reason
+
+
+def test_no_log_secrets_never_reach_the_result(node_lab, tmp_path):
+    (tmp_path / "leak.yml").write_text(
+        "- hosts: all\n  gather_facts: false\n  tasks:\n"
+        "    - name: use a secret\n      ansible.builtin.command: 'false {{ join_token }}'\n      no_log: true\n")
+    secret = "abcdef.0123456789abcdef"
+    res = run_playbook("leak.yml", {"ok": node_lab.host("ok")}, {"join_token": secret}, node_lab.access,
+                       playbooks_dir=tmp_path)
+    assert not res.ok
+    assert "no_log" in res.hosts["ok"].reason()
+    assert secret not in repr(res)

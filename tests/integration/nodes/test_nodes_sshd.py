@@ -1,0 +1,116 @@
+"""Simulated nodes over a real OpenSSH sshd, and wait_for_ssh with pinned host keys."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from bringup.errors import SSHError
+from bringup.ssh import expected_host_key, fingerprint, parse_public_key, wait_for_ssh
+from lab.nodes.install import node_status
+from lab.nodes.serve import NodeSupervisor
+from lab.nodes.sshd import NodeDir, sshd_binary, sshd_pid, stop_sshd
+
+pytestmark = pytest.mark.integration
+
+
+def ssh(lab, name, command):
+    n = lab.fleet.node(name)
+    return subprocess.run(
+        ["ssh", "-i", str(lab.access.key_file), "-o", f"UserKnownHostsFile={lab.access.known_hosts}",
+         "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-p", str(n.ssh_port),
+         f"{lab.access.user}@{n.address}", command], capture_output=True, text=True, timeout=30)
+
+
+def test_installed_node_answers_ssh_with_its_environment(node_lab):
+    out = ssh(node_lab, "ok", 'echo "$BRINGUP_SYSROOT"; echo "$BRINGUP_NODE"')
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(NodeDir(node_lab.home, "ok").root), "ok"]
+    st = node_status(node_lab.home, "ok")
+    assert st["installed"] and st["listening"] and st["versions"]["driver"] == "570.133.20"
+    # the config we wrote is one sshd itself accepts
+    cfg = NodeDir(node_lab.home, "ok").config
+    assert subprocess.run([sshd_binary(), "-t", "-f", str(cfg)], capture_output=True).returncode == 0
+
+
+def test_password_and_unknown_keys_are_refused(node_lab, tmp_path):
+    other = tmp_path / "other"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    n = node_lab.fleet.node("ok")
+    out = subprocess.run(["ssh", "-i", str(other), "-o", "IdentitiesOnly=yes",
+                          "-o", f"UserKnownHostsFile={node_lab.access.known_hosts}",
+                          "-o", "BatchMode=yes", "-p", str(n.ssh_port), f"{node_lab.access.user}@{n.address}", "true"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 255 and "Permission denied" in out.stderr
+
+
+def test_wait_for_ssh_accepts_the_pinned_key(node_lab):
+    n = node_lab.fleet.node("ok")
+    want = expected_host_key(node_lab.access.known_hosts, n.address, n.ssh_port)
+    pub = NodeDir(node_lab.home, "ok").host_key.with_suffix(".pub").read_text()
+    assert want == " ".join(pub.split()[:2])
+    assert wait_for_ssh(n.address, n.ssh_port, want, timeout=10, node="ok") == fingerprint(parse_public_key(pub)[1])
+
+
+def test_wait_for_ssh_refuses_another_key_naming_both_fingerprints(node_lab):
+    ok, drift = node_lab.fleet.node("ok"), node_lab.fleet.node("drift")
+    wrong = expected_host_key(node_lab.access.known_hosts, drift.address, drift.ssh_port)
+    right = expected_host_key(node_lab.access.known_hosts, ok.address, ok.ssh_port)
+    t0 = time.monotonic()
+    with pytest.raises(SSHError) as exc:
+        wait_for_ssh(ok.address, ok.ssh_port, wrong, timeout=30, node="ok")
+    assert time.monotonic() - t0 < 10  # refused at once, not retried until the timeout
+    msg = str(exc.value)
+    assert f"presented host key {fingerprint(parse_public_key(right)[1])}" in msg
+    assert f"we expect {fingerprint(parse_public_key(wrong)[1])}" in msg
+    assert exc.value.transient is False
+
+
+def test_never_returns_node_times_out(node_lab):
+    n = node_lab.fleet.node("never")
+    st = node_status(node_lab.home, "never")
+    assert not st["installed"] and st["boot"] == "hung after install" and st["sshd_pid"] is None
+    want = expected_host_key(node_lab.access.known_hosts, n.address, n.ssh_port)
+    t0 = time.monotonic()
+    with pytest.raises(SSHError, match=r"node never .* never came back: no SSH answer within 2s"):
+        wait_for_ssh(n.address, n.ssh_port, want, timeout=2, node="never", interval=0.3)
+    assert 1.5 < time.monotonic() - t0 < 8
+
+
+def test_wait_for_ssh_waits_for_a_node_that_comes_back(node_lab):
+    n = node_lab.fleet.node("drift")
+    want = expected_host_key(node_lab.access.known_hosts, n.address, n.ssh_port)
+    assert stop_sshd(node_lab.home, "drift")
+    import threading
+
+    from lab.nodes.sshd import start_sshd
+    timer = threading.Timer(1.5, start_sshd, args=(node_lab.home, n))
+    timer.start()
+    try:
+        t0 = time.monotonic()
+        wait_for_ssh(n.address, n.ssh_port, want, timeout=20, node="drift", interval=0.25)
+        assert time.monotonic() - t0 >= 1.0
+    finally:
+        timer.join()
+
+
+def test_supervisor_starts_eight_nodes_and_restarts_a_dead_one(lab_factory):
+    lab = lab_factory(83, [(f"n{i}", "[]") for i in range(1, 9)])
+    try:
+        for n in lab.fleet.nodes:
+            stop_sshd(lab.home, n.name)
+        sup = NodeSupervisor(lab.fleet, lab.home)
+        took = sup.start_installed()
+        print(f"\nstarting sshd for 8 nodes took {took:.3f}s")
+        assert all(node_status(lab.home, n.name)["listening"] for n in lab.fleet.nodes)
+        pid = sshd_pid(lab.home, "n3")
+        subprocess.run(["kill", "-9", str(pid)], check=True)
+        time.sleep(0.1)
+        sup.tick()
+        assert sshd_pid(lab.home, "n3") not in (None, pid)
+        assert node_status(lab.home, "n3")["listening"]
+    finally:
+        sup.stop_all()
+    assert not any(sshd_pid(lab.home, n.name) for n in lab.fleet.nodes)

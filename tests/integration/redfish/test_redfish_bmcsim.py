@@ -1,0 +1,164 @@
+"""Discovery and BMC actions against the fleet BMC simulator, one node per Redfish fault."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from bringup.discovery import discover
+from bringup.errors import RedfishAuthError, RedfishError
+from bringup.redfish import connect
+from lab.bmcsim.expect import expected_nodes
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def results(bmcsim):
+    nodes = expected_nodes(bmcsim.fleet, bmcsim.skus)
+    t0 = time.monotonic()
+    out = discover(nodes, lambda _addr: bmcsim.creds, port=8443, ca_bundle=bmcsim.ca, timeout=1.0, retries=1,
+                   concurrency=16)
+    return {r.name: r for r in out}, time.monotonic() - t0
+
+
+def codes(result, severity=None):
+    return sorted(f.code for f in result.findings if severity is None or f.severity == severity)
+
+
+def test_healthy_node_passes_with_only_the_firmware_report(results):
+    r = results[0]["ok-1"]
+    assert r.ok and r.error is None
+    assert codes(r) == ["firmware"]
+    assert len(r.inventory.gpus) == 8 and len(r.inventory.nics) == 10
+    assert r.to_dict()["ok"] is True and "OK" in r.to_markdown()
+
+
+def test_missing_gpu(results):
+    r = results[0]["missing-gpu"]
+    assert not r.ok
+    gpu = next(f for f in r.findings if f.code == "gpu_count")
+    assert gpu.severity == "critical" and gpu.evidence["observed"] == 7 and "GPU5" not in gpu.evidence["present"]
+
+
+def test_mac_mismatch(results, bmcsim):
+    r = results[0]["mac-mismatch"]
+    assert not r.ok
+    missing = [f for f in r.findings if f.code == "nic_missing"]
+    assert len(missing) == 1 and missing[0].evidence["interface"] == "cx3"
+    assert missing[0].evidence["expected_mac"] == bmcsim.node("mac-mismatch").mac_of("cx3")
+    assert "nic_extra" in codes(r, "warning")
+
+
+def test_nic_swapped_is_flagged_but_macs_decide(results):
+    r = results[0]["nic-swapped"]
+    swapped = sorted(f.evidence["interface"] for f in r.findings if f.code == "nic_swapped")
+    assert swapped == ["cx1", "cx2"]
+    assert r.ok   # every expected MAC is present: by MAC the node is complete
+
+
+def test_bios_drift(results):
+    r = results[0]["bios-drift"]
+    drift = next(f for f in r.findings if f.code == "bios_drift")
+    assert drift.evidence["attributes"] == {"IommuSupport": {"expected": "Disabled", "observed": "Enabled"}}
+
+
+def test_ecc_off_is_critical(results):
+    r = results[0]["ok-2"]
+    assert not r.ok and "gpu_ecc_disabled" in codes(r, "critical")
+
+
+def test_slow_bmc_is_read_slowly_but_read(results):
+    r = results[0]["bmc-slow"]
+    assert r.ok
+    assert r.seconds >= 0.05 * r.requests * 0.9
+
+
+@pytest.mark.parametrize("name,kind", [("bmc-timeout", "timeout"), ("bmc-500", "redfish"), ("bmc-401", "auth")])
+def test_broken_bmcs_are_critical_findings(results, bmcsim, name, kind):
+    r = results[0][name]
+    assert not r.ok and r.inventory is None and r.error_kind == kind
+    assert [(f.severity, f.code) for f in r.findings] == [("critical", f"bmc_{kind}")]
+    assert bmcsim.node(name).bmc_address in r.findings[0].message
+    assert bmcsim.creds.password not in r.to_markdown()
+
+
+def test_http_500_message_and_401_type(bmcsim):
+    with pytest.raises(RedfishError, match="HTTP 500") as err:
+        connect(bmcsim.node("bmc-500").bmc_address, bmcsim.creds, port=8443, ca_bundle=bmcsim.ca, retries=1)
+    assert err.value.transient
+    with pytest.raises(RedfishAuthError, match="127.61.0.10"):
+        connect(bmcsim.node("bmc-401").bmc_address, bmcsim.creds, port=8443, ca_bundle=bmcsim.ca, retries=3)
+
+
+def test_tls_is_verified_by_default(bmcsim):
+    addr = bmcsim.node("ok-1").bmc_address
+    with pytest.raises(RedfishError, match="TLS verification failed"):
+        connect(addr, bmcsim.creds, port=8443, retries=0)          # system CA store: lab CA unknown
+    with connect(addr, bmcsim.creds, port=8443, insecure=True, retries=0) as bmc:
+        assert bmc.system().Id == "1"
+
+
+def test_expand_saves_requests(bmcsim):
+    addr = bmcsim.node("ok-1").bmc_address
+    counts = {}
+    for expand in (True, False):
+        with connect(addr, bmcsim.creds, port=8443, ca_bundle=bmcsim.ca, quirks={"expand": expand}) as bmc:
+            inv = bmc.inventory()
+            counts[expand] = bmc.request_count
+        assert len(inv.gpus) == 8
+    assert counts[True] * 2 < counts[False]
+
+
+def test_apply_bios_reboots_and_reads_back(bmcsim):
+    sku = bmcsim.skus["hgx-h200-141gb"]
+    with connect(bmcsim.node("bios-drift").bmc_address, bmcsim.creds, port=8443, ca_bundle=bmcsim.ca) as bmc:
+        before = bmc.bios_attributes()
+        assert before["IommuSupport"] == "Enabled"
+        result = bmc.apply_bios(sku.bios, timeout=30)
+        assert result.ok and result.rebooted
+        assert bmc.bios_attributes()["IommuSupport"] == "Disabled"
+        assert bmc.system().PowerState == "On"
+
+
+def test_bios_not_applied_is_reported(bmcsim):
+    sku = bmcsim.skus["hgx-h200-141gb"]
+    with connect(bmcsim.node("bios-stuck").bmc_address, bmcsim.creds, port=8443, ca_bundle=bmcsim.ca) as bmc:
+        result = bmc.apply_bios(sku.bios, timeout=30)
+    assert not result.ok and result.rebooted
+    assert list(result.not_applied) == ["NumaNodesPerSocket"]
+    wanted, observed = result.not_applied["NumaNodesPerSocket"]
+    assert wanted == sku.bios["NumaNodesPerSocket"] and observed != wanted
+
+
+def test_power_transitions_wait_for_the_new_state(bmcsim):
+    with connect(bmcsim.node("ok-1").bmc_address, bmcsim.creds, port=8443, ca_bundle=bmcsim.ca) as bmc:
+        t0 = time.monotonic()
+        assert bmc.power("ForceOff", timeout=10) == "Off"
+        assert time.monotonic() - t0 >= 0.25          # the simulator's --power-delay 0.3
+        assert bmc.power("On", timeout=10) == "On"
+        assert bmc.power("On", timeout=10) == "On"    # already on: no reset
+
+
+def test_boot_once_media_and_reset_clear_the_override(bmcsim):
+    with connect(bmcsim.node("nic-swapped").bmc_address, bmcsim.creds, port=8443, ca_bundle=bmcsim.ca) as bmc:
+        assert "supermicro-boot-override-mode" in bmc.quirks.applied
+        bmc.set_boot_once("Cd")
+        boot = bmc.system().Boot
+        assert (boot.BootSourceOverrideTarget, boot.BootSourceOverrideEnabled, boot.BootSourceOverrideMode) == \
+            ("Cd", "Once", "UEFI")
+        bmc.insert_media("https://images.example/ubuntu.iso")      # 202 + task monitor in the simulator
+        assert bmc._cd_media()[1].Inserted
+        bmc.power("ForceRestart", timeout=10)
+        assert bmc.system().Boot.BootSourceOverrideEnabled == "Disabled"   # one-time override consumed
+        bmc.eject_media()
+        assert not bmc._cd_media()[1].Inserted
+
+
+def test_without_the_supermicro_quirk_the_boot_mode_reverts(bmcsim):
+    with connect(bmcsim.node("ok-1").bmc_address, bmcsim.creds, port=8443, ca_bundle=bmcsim.ca,
+                 quirks={"boot_override_mode": None}) as bmc:
+        bmc.set_boot_once("Pxe")
+        assert bmc.system().Boot.BootSourceOverrideMode == "Legacy"
+        bmc.clear_boot_override()

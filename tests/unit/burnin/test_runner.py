@@ -1,0 +1,66 @@
+"""The agent's runner without GPUs: plan validation, unknown checks, sysfs-driven checks."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from burnin.runner import PlanError, exit_code, run_plan
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def sysfs(root: Path, ports: dict) -> None:
+    for name, (state, rate) in ports.items():
+        p = root / "sys/class/infiniband" / name / "ports" / "1"
+        p.mkdir(parents=True)
+        (p / "state").write_text(state + "\n")
+        (p / "rate").write_text(rate + "\n")
+
+
+def test_network_check_from_a_sysfs_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no ibstat here: sysfs alone must do
+    sysfs(tmp_path, {"mlx5_0": ("4: ACTIVE", "400 Gb/sec (4X NDR)"), "mlx5_1": ("1: DOWN", "10 Gb/sec (4X SDR)"),
+                     "mlx5_2": ("4: ACTIVE", "200 Gb/sec (4X HDR)")})
+    doc = run_plan({"schema_version": 1, "checks": ["network", "no_such_check"], "sysfs_root": str(tmp_path),
+                    "expect": {"ib_ports": 3, "ib_rate_gbps": 400}})
+    net, bogus = doc["checks"]
+    assert net["status"] == "fail"
+    assert [f["code"] for f in net["findings"]] == ["ib_port_down", "ib_rate_low"]
+    assert net["metrics"]["ports_down"] == 1 and net["metrics"]["min_rate_gbps"] == 10.0
+    assert bogus["status"] == "error" and bogus["findings"][0]["code"] == "unknown_check"
+    assert doc["summary"]["status"] == "fail" and exit_code(doc) == 1
+    assert doc["nvml"]["available"] is False  # no GPU check asked for: NVML never loaded
+
+
+def test_host_without_ib_is_unsupported_and_not_a_pass(tmp_path):
+    doc = run_plan({"schema_version": 1, "checks": ["network"], "sysfs_root": str(tmp_path)})
+    assert doc["checks"][0]["status"] == "unsupported"
+    assert doc["summary"]["status"] == "incomplete" and exit_code(doc) == 3
+
+
+@pytest.mark.parametrize("plan", [{}, {"schema_version": 1}, {"schema_version": 1, "checks": []},
+                                  {"schema_version": 9, "checks": ["xid"]}, []])
+def test_bad_plans_refused(plan):
+    with pytest.raises(PlanError):
+        run_plan(plan)
+
+
+def test_cli_bad_plan_exits_2_with_json(tmp_path):
+    (tmp_path / "plan.json").write_text("{}")
+    p = subprocess.run([sys.executable, "-m", "burnin", "run", "--plan", str(tmp_path / "plan.json")],
+                       capture_output=True, text=True, cwd=REPO, timeout=30, check=False)
+    assert p.returncode == 2 and "bad plan" in json.loads(p.stdout)["error"]
+
+
+def test_gpu_checks_without_a_driver_are_errors_not_passes(tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": str(tmp_path), "PYTHONPATH": str(REPO)}
+    (tmp_path / "plan.json").write_text(json.dumps({"schema_version": 1, "checks": ["inventory", "ecc"]}))
+    p = subprocess.run([sys.executable, "-m", "burnin", "run", "--plan", str(tmp_path / "plan.json")],
+                       capture_output=True, text=True, env=env, timeout=30, check=False)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 1
+    assert [c["status"] for c in doc["checks"]] == ["error", "error"]
+    assert doc["checks"][0]["findings"][0]["code"] == "nvml_unavailable"

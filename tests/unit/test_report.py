@@ -1,0 +1,37 @@
+"""Fleet table and node summaries rendered from node reports."""
+
+from bringup.lifecycle import NodeReport, Outcome
+from bringup.report import fleet_rows, node_markdown, summary_text
+
+A = NodeReport(node="n1", rack="r1", verdict="admitted", stage="admitted",
+               figures={"busbw_gbps": 478.25, "gpus": 8},
+               labels={"bringup.io/accelerator": "h100-80gb", "bringup.io/pool": "train"},
+               netbox_url="http://nb/dcim/devices/1/")
+Q = NodeReport(node="n2", rack="r1", verdict="quarantined", stage="quarantined",
+               reasons=["nccl: busbw 300.0 GB/s below 460"], figures={"busbw_gbps": 300.0})
+P = NodeReport(node="n3", verdict="pending", stage="discovered", reasons=["bmc timeout"])
+
+
+def test_fleet_rows_put_quarantined_first_and_format_figures():
+    rows = fleet_rows([A, Q])
+    assert [r["node"] for r in rows] == ["n2", "n1"]
+    assert rows[1]["busbw_gbps"] == "478.2" or rows[1]["busbw_gbps"] == "478.3"
+    assert rows[0]["reasons"].startswith("nccl: busbw")
+    assert rows[1]["gpus"] == "8" and rows[0]["gpus"] == "-"
+    assert "max_temp_c" not in rows[0]
+
+
+def test_summary_names_joined_with_labels_and_quarantined_with_reason():
+    text = summary_text([Q, A, P])
+    assert text.splitlines()[0] == "1 joined Kubernetes, 1 cordoned/quarantined, 1 other"
+    assert "JOINED      n1: accelerator=h100-80gb, pool=train" in text
+    assert "QUARANTINED n2: nccl: busbw 300.0 GB/s below 460" in text
+    assert "PENDING" in text and "bmc timeout" in text
+
+
+def test_node_markdown_lists_stages():
+    md = node_markdown(Q, [Outcome(node="n2", stage="discovered", ok=True, skipped=True),
+                           Outcome(node="n2", stage="judged", ok=False, reasons=["busbw low"])])
+    assert md.startswith("# n2: quarantined")
+    assert "| discovered | skipped (done before) |" in md
+    assert "| judged | **failed** | busbw low |" in md
