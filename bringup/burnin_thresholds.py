@@ -40,6 +40,8 @@ class Rule(BaseModel):
     code: str
     #: the metric may legitimately be absent (e.g. #wrong in the old nccl-tests layout)
     optional: bool = False
+    #: a roll-up of the check's own findings: only judged when the check itself passed
+    summary: bool = False
 
     def limit(self, values: dict[str, Any]) -> Any:
         return values.get(self.threshold) if self.threshold else self.value

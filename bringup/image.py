@@ -93,7 +93,8 @@ class Versions(BaseModel):
     def _not_a_number(cls, v: object) -> object:
         # YAML reads 12.10 as the float 12.1: a version must be quoted to stay exact
         if isinstance(v, int | float) and not isinstance(v, bool):
-            raise ValueError(f"{v!r} was read as a number; write versions in quotes, e.g. \"{v}\"")
+            raise ValueError(  # noqa: TRY004 - pydantic turns only ValueError into a validation error
+                f"{v!r} was read as a number; write versions in quotes, e.g. \"{v}\"")
         return v
 
     @field_validator("driver")

@@ -196,6 +196,8 @@ def judge(result: BurnInResult, thresholds: SkuThresholds,
         c = result.check(rule.check)
         if c is None or c.status in ("skip", "unsupported", "error"):
             continue  # already a reason above (missing/not run/error)
+        if rule.summary and c.status != "pass":
+            continue  # the check's own findings are the better reasons
         actual = c.metrics.get(rule.metric)
         if actual is None:
             if not rule.optional and c.status == "pass":

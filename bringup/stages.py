@@ -365,14 +365,18 @@ def _figures(raw: Any) -> dict[str, Any]:
         result = parse_result(raw)
     except BringupError:
         return out
-    for key, check, metric in (("gpus", "gpu_inventory", "count"), ("busbw_gbps", "nccl", "busbw_gbps"),
-                               ("max_temp_c", "clocks", "max_temp_c"), ("driver", "versions", "driver")):
+    for key, check, metric in (("gpus", "inventory", "gpu_count"), ("busbw_gbps", "nccl", "busbw_largest_gbps"),
+                               ("max_temp_c", "clocks", "max_temp_c")):
         try:
             v = result.metric(check, metric)
-        except Exception:
+        except Exception:  # a figure the agent could not measure is simply not shown
             v = None
         if v is not None:
             out[key] = v
+    versions = result.check("versions")
+    driver = ((getattr(versions, "data", None) or {}).get("installed") or {}).get("driver") if versions else None
+    if driver:
+        out["driver"] = driver
     return out
 
 
@@ -406,6 +410,8 @@ def admit(ctx: Context, name: str, ready_timeout: float = 120.0) -> Outcome:
 
     rec = ctx.node(name)
     status = rec.custom_fields.get("burnin_status")
+    if status == "pass" and not rec.custom_fields.get("burnin_last"):
+        status = "pass without a burn-in time (record incomplete)"
     if status != "pass":
         verdict = {}
         try:
@@ -419,8 +425,8 @@ def admit(ctx: Context, name: str, ready_timeout: float = 120.0) -> Outcome:
     if not state.exists:
         join = kube.join_command()
         res = run_playbook("kubeadm-join.yml", ctx.host(rec), {
-            "kube_endpoint": join.endpoint, "kube_token": join.token, "kube_ca_hash": join.ca_cert_hash,
-            "node_name": name}, ctx.ssh_access(), timeout=300)
+            "kube_endpoint": join.endpoint, "kube_token": join.token, "kube_ca_cert_hash": join.ca_cert_hash,
+            "kube_node_name": name}, ctx.ssh_access(), timeout=300)
         if not res.ok:
             return quarantine(ctx, rec, "admitted", [f"kubeadm join failed: {h.reason}" for h in res.failed.values()])
     kube.wait_node_ready(name, timeout=ready_timeout)

@@ -69,7 +69,8 @@ class InventoryCheck(GpuCheck):
             if exp.get("memory_mib") and g["memory_mib"] and g["memory_mib"] < 0.99 * exp["memory_mib"]:
                 r.find("gpu_memory_mismatch", f"GPU {g['index']} has {g['memory_mib']} MiB, expected "
                        f"{exp['memory_mib']} MiB", gpu=g["index"], value=g["memory_mib"])
-        r.summary = f"{len(gpus)} GPUs: " + ", ".join(sorted({str(g['name']) for g in gpus}))
+        if r.status == "pass":  # otherwise the findings make the summary
+            r.summary = f"{len(gpus)} GPUs: " + ", ".join(sorted({str(g['name']) for g in gpus}))
 
 
 class EccCheck(GpuCheck):

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bringup.fleet import Fault, FaultKind, NodeSpec
+from bringup.settings import lab_home
 from bringup.sku import SkuSpec
 
 from .build import build_nvml
@@ -122,7 +123,9 @@ def tool_profile(node: NodeSpec, sku: SkuSpec, installed: dict[str, Any], nvml: 
     packages = {"libnccl2": str(installed.get("nccl", "")),
                 "datacenter-gpu-manager-4-core": str(installed.get("dcgm", "4.2.3-1"))}
     for f in node.faults_of(FaultKind.NCCL_DRIFT):
-        packages["libnccl2"] = str(f.value)
+        # as lab.nodes packages it: "2.21.5" is the image's packaging of another release
+        value = str(f.value)
+        packages["libnccl2"] = value if "-" in value else f"{value}-1+cuda{installed.get('cuda', '12.8')}"
     peak = PEAK_BUSBW.get(sku.sku, 450.0)
     for f in node.faults_of(FaultKind.LOW_BUSBW):
         peak = float(f.value or 300.0)
@@ -211,38 +214,48 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
+def _layout(dest_dir: Path) -> dict[str, Path]:
+    """Where things go under the node's root: tools where a real image puts them, the
+    simulated hardware's profiles in a lab-only folder, sysfs at ``sys/`` itself."""
+    return {"bin": dest_dir / "usr/local/bin", "lab": dest_dir / "var/lib/bringup-lab", "sysfs": dest_dir}
+
+
 def node_env(dest_dir: Path, nvml_dir: Path) -> dict[str, str]:
-    dest_dir = Path(dest_dir)
+    where = _layout(Path(dest_dir))
     return {
-        "PATH_PREFIX": str(dest_dir / "bin"),
-        "PATH": f"{dest_dir / 'bin'}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
+        "PATH_PREFIX": str(where["bin"]),
+        "PATH": f"{where['bin']}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
         "LD_LIBRARY_PATH": str(nvml_dir),
-        "BRINGUP_NVML_PROFILE": str(dest_dir / "nvml.json"),
-        "BRINGUP_NODE_PROFILE": str(dest_dir / "node.json"),
-        "BURNIN_SYSFS_ROOT": str(dest_dir / "sysfs"),
+        "BRINGUP_NVML_PROFILE": str(where["lab"] / "nvml.json"),
+        "BRINGUP_NODE_PROFILE": str(where["lab"] / "node.json"),
+        "BURNIN_SYSFS_ROOT": str(where["sysfs"]),
     }
 
 
 def write_node_profile(node: NodeSpec, sku: SkuSpec, installed: dict[str, Any], dest_dir: Path,
                        nvml_build_dir: Path | None = None) -> dict[str, str]:
-    """Write the node's simulated GPU world under ``dest_dir`` and return its environment.
+    """Write the node's simulated GPU world under ``dest_dir`` (the node's root folder) and
+    return its environment.
 
     ``installed`` holds the versions the OS install put on the node (``driver``, ``cuda``,
     ``nccl``, ``kernel``, optionally ``dcgm``, ``nccl_tests``); faults in ``node.faults``
-    are applied on top. The returned mapping has ``PATH`` (the stand-ins first),
-    ``PATH_PREFIX`` (just the stand-in folder, for shells that build their own PATH),
-    ``LD_LIBRARY_PATH``, ``BRINGUP_NVML_PROFILE``, ``BRINGUP_NODE_PROFILE`` and
-    ``BURNIN_SYSFS_ROOT``. Idempotent: rewriting a node refreshes everything.
+    are applied on top. Files: ``usr/local/bin/`` (tool stand-ins), ``sys/class/{net,
+    infiniband}/`` (sysfs), ``var/lib/bringup-lab/{nvml,node}.json`` (profiles). The returned
+    mapping has ``PATH`` (the stand-ins first), ``PATH_PREFIX`` (just the stand-in folder,
+    for shells that build their own PATH), ``LD_LIBRARY_PATH``, ``BRINGUP_NVML_PROFILE``,
+    ``BRINGUP_NODE_PROFILE`` and ``BURNIN_SYSFS_ROOT``. Idempotent. The NVML library is built
+    once into ``nvml_build_dir`` (default ``<lab home>/build``) and shared by all nodes.
     """
     dest_dir = Path(dest_dir)
-    dest_dir.mkdir(parents=True, exist_ok=True)
+    where = _layout(dest_dir)
+    where["lab"].mkdir(parents=True, exist_ok=True)
     nvml = nvml_profile(node, sku, installed)
     tools = tool_profile(node, sku, installed, nvml)
-    _write_json(dest_dir / "nvml.json", nvml)
-    _write_json(dest_dir / "node.json", tools)
-    write_sysfs(dest_dir / "sysfs", tools)
-    bindir = dest_dir / "bin"
-    bindir.mkdir(exist_ok=True)
+    _write_json(where["lab"] / "nvml.json", nvml)
+    _write_json(where["lab"] / "node.json", tools)
+    write_sysfs(where["sysfs"], tools)
+    bindir = where["bin"]
+    bindir.mkdir(parents=True, exist_ok=True)
     missing = {str(f.value) for f in node.faults_of(FaultKind.MISSING_TOOL)}
     for tool in TOOLS:
         link = bindir / tool
@@ -250,5 +263,5 @@ def write_node_profile(node: NodeSpec, sku: SkuSpec, installed: dict[str, Any], 
             link.unlink()
         if tool not in missing:
             link.symlink_to(STANDIN)
-    nvml_dir = build_nvml(nvml_build_dir or dest_dir.parent / ".nvml-build")
+    nvml_dir = build_nvml(nvml_build_dir or lab_home() / "build")
     return node_env(dest_dir, nvml_dir)

@@ -3,3 +3,21 @@ the official Python client, the real ``kubectl`` and the ``kubeadm`` stand-in in
 
 Run it with ``python -m lab.kubeapi serve --home LAB_HOME [--listen 127.0.0.1:56443]``.
 """
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+#: the kubeadm stand-in (stdlib-only Python script)
+KUBEADM = Path(__file__).resolve().parent / "bin" / "kubeadm"
+
+
+def install_kubeadm(node_root: Path) -> Path:
+    """Put the kubeadm stand-in where an image puts tools (``<root>/usr/local/bin``, on
+    a simulated node's PATH); returns its path."""
+    dest = Path(node_root) / "usr" / "local" / "bin" / "kubeadm"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(KUBEADM, dest)
+    dest.chmod(0o755)
+    return dest

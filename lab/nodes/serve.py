@@ -33,7 +33,7 @@ from .sshd import (
 log = logging.getLogger("lab.nodes")
 
 #: seconds a dropped node stays unreachable before its sshd comes back
-DROP_DOWNTIME = 5.0
+DROP_DOWNTIME = 3.0
 #: seconds after the agent starts before the drop, unless the fault's value says
 DROP_AFTER = 2.0
 

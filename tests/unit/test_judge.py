@@ -201,3 +201,16 @@ def test_make_plan(th):
     h200 = thresholds_for(load_skus()["hgx-h200-141gb"])
     with pytest.raises(ConfigError, match="thresholds are for"):
         make_plan(sku, h200, mv)
+
+
+def test_summary_rule_does_not_repeat_a_failed_checks_findings(th):
+    d = with_check(good_doc(th), "versions", status="fail", metrics={"mismatches": 1},
+                   findings=[{"code": "driver_mismatch", "message": "driver: installed 570.86.15, image pins 570.133.20",
+                              "severity": "fail", "component": "driver", "value": "570.86.15",
+                              "limit": "570.133.20"}])
+    v = judge(parse_result(d), th)
+    assert [r.code for r in v.reasons] == ["driver_mismatch"]
+    assert "reinstall the pinned driver 570.133.20" in v.reasons[0].remediation
+    # and when a lenient agent passed it, the roll-up rule still fails the node
+    lenient = with_check(good_doc(th), "versions", metrics={"mismatches": 2})
+    assert [r.code for r in judge(parse_result(lenient), th).reasons] == ["version_mismatch"]

@@ -233,6 +233,12 @@ def dpkg_query(p: dict, argv: list) -> int:
         else:
             names.append(a)
         i += 1
+    sysroot = os.environ.get("BRINGUP_SYSROOT")
+    admindir = os.path.join(sysroot, "var/lib/dpkg") if sysroot else ""
+    if admindir and os.path.exists(os.path.join(admindir, "status")):
+        # the simulated node has a dpkg database (written by its OS install and changed by
+        # the pinning play): the real dpkg-query answers from it
+        real("dpkg-query", [f"--admindir={admindir}"] + argv)
     if not names or not all(n in pkgs for n in names):
         real("dpkg-query", argv)
     fmt = fmt.replace("\\t", "\t").replace("\\n", "\n")

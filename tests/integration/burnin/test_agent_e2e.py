@@ -36,7 +36,8 @@ def world(tmp_path_factory):
 
 
 def run_node(world: dict[str, Any], faults: list[dict[str, Any]], sku: str = "hgx-h100-80gb",
-             fast: bool = True, tool_timeout: float | None = None) -> tuple[BurnInResult, Verdict, int]:
+             fast: bool = True, tool_timeout: float | None = None,
+             dpkg_status: str | None = None) -> tuple[BurnInResult, Verdict, int]:
     world["n"] += 1
     n = world["n"]
     node = NodeSpec(name=f"e2e-n{n:02d}", rack="r09", sku=sku, pool="train", bmc_address=f"127.10.9.{n}",
@@ -57,6 +58,11 @@ def run_node(world: dict[str, Any], faults: list[dict[str, Any]], sku: str = "hg
     full_env = dict(os.environ)
     full_env.update(env)
     full_env["PYTHONPATH"] = str(REPO)
+    if dpkg_status is not None:
+        # as lab.nodes does: the node's root with a dpkg database, named by BRINGUP_SYSROOT
+        (dest / "var/lib/dpkg").mkdir(parents=True, exist_ok=True)
+        (dest / "var/lib/dpkg/status").write_text(dpkg_status)
+        full_env["BRINGUP_SYSROOT"] = str(dest)
     proc = subprocess.run([sys.executable, "-m", "burnin", "run", "--plan", str(plan_path),
                            "--out", str(dest / "result.json")], env=full_env, capture_output=True, text=True,
                           timeout=60, cwd=str(dest), check=False)
@@ -129,3 +135,14 @@ def test_tool_that_hangs_is_killed_and_fails(world):
     assert any(r.code == "tool_timeout" and "all_reduce_perf" in r.remediation for r in verdict.reasons)
     # the rest of the run still happened
     assert result.check("xid").status == "pass"
+
+
+def test_node_dpkg_database_is_read_by_the_real_dpkg_query(world):
+    stanza = ("Package: libnccl2\nStatus: hold ok installed\nPriority: optional\nSection: libs\n"
+              "Architecture: amd64\nVersion: {v}\nDescription: NCCL (simulated)\n")
+    pinned = world["versions"]["nccl"]
+    _, ok, _ = run_node(world, [], dpkg_status=stanza.format(v=pinned))
+    assert ok.status == "pass", ok.text()
+    result, bad, _ = run_node(world, [], dpkg_status=stanza.format(v="2.19.3-1+cuda12.3"))
+    assert result.check("versions").data["installed"]["nccl"] == "2.19.3-1+cuda12.3"
+    assert [r.code for r in bad.reasons] == ["nccl_mismatch"]

@@ -21,7 +21,7 @@ def ssh(lab, name, command):
     return subprocess.run(
         ["ssh", "-i", str(lab.access.key_file), "-o", f"UserKnownHostsFile={lab.access.known_hosts}",
          "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-p", str(n.ssh_port),
-         f"{lab.access.user}@{n.address}", command], capture_output=True, text=True, timeout=30)
+         f"{lab.access.user}@{n.address}", command], check=False, capture_output=True, text=True, timeout=30)
 
 
 def test_installed_node_answers_ssh_with_its_environment(node_lab):
@@ -32,7 +32,7 @@ def test_installed_node_answers_ssh_with_its_environment(node_lab):
     assert st["installed"] and st["listening"] and st["versions"]["driver"] == "570.133.20"
     # the config we wrote is one sshd itself accepts
     cfg = NodeDir(node_lab.home, "ok").config
-    assert subprocess.run([sshd_binary(), "-t", "-f", str(cfg)], capture_output=True).returncode == 0
+    assert subprocess.run([sshd_binary(), "-t", "-f", str(cfg)], check=False, capture_output=True).returncode == 0
 
 
 def test_password_and_unknown_keys_are_refused(node_lab, tmp_path):
@@ -42,7 +42,7 @@ def test_password_and_unknown_keys_are_refused(node_lab, tmp_path):
     out = subprocess.run(["ssh", "-i", str(other), "-o", "IdentitiesOnly=yes",
                           "-o", f"UserKnownHostsFile={node_lab.access.known_hosts}",
                           "-o", "BatchMode=yes", "-p", str(n.ssh_port), f"{node_lab.access.user}@{n.address}", "true"],
-                         capture_output=True, text=True, timeout=30)
+                         check=False, capture_output=True, text=True, timeout=30)
     assert out.returncode == 255 and "Permission denied" in out.stderr
 
 

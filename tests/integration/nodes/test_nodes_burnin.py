@@ -1,0 +1,108 @@
+"""burnin.yml over real SSH: the document comes back (even when the agent exits
+non-zero); an SSH drop mid-run (the lab's ssh_drop fault, played by the real node
+supervisor process) is a clear error, never a pass."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bringup.errors import AnsibleError, SSHError
+from bringup.provision import AGENT_DIR, run_burnin
+from lab.nodes.sshd import sshd_pid
+
+pytestmark = pytest.mark.integration
+
+FAKE_AGENT = '''
+import argparse, json, sys, time
+ap = argparse.ArgumentParser()
+sub = ap.add_subparsers(dest="cmd")
+run = sub.add_parser("run")
+run.add_argument("--plan")
+run.add_argument("--out")
+a = ap.parse_args()
+plan = json.load(open(a.plan))
+time.sleep(plan.get("sleep", 0))
+if plan.get("write", True):
+    open(a.out, "w").write(json.dumps({"schema_version": 1, "fake": True, "plan": plan}))
+print("fake agent done", file=sys.stderr)
+sys.exit(plan.get("rc", 0))
+'''
+
+
+@pytest.fixture
+def fake_agent(tmp_path):
+    d = tmp_path / "agent" / "burnin"
+    d.mkdir(parents=True)
+    (d / "__init__.py").write_text("")
+    (d / "__main__.py").write_text(FAKE_AGENT)
+    return d
+
+
+@pytest.fixture
+def served(lab_factory, tmp_path):
+    """Nodes plus the real supervisor process (``python -m lab.nodes serve``)."""
+    lab = lab_factory(85, [("good", "[]"), ("flaky", "[{kind: ssh_drop, value: 1.0}]")])
+    with open(tmp_path / "serve.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "lab.nodes", "serve", "--fleet", str(lab.fleet_file),
+                                 "--home", str(lab.home)], stdout=log, stderr=subprocess.STDOUT,
+                                cwd=Path(__file__).resolve().parents[3], start_new_session=True)
+        yield lab
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+    # the supervisor stops the nodes' sshd on its way out
+    assert not any(sshd_pid(lab.home, n.name) for n in lab.fleet.nodes)
+
+
+def test_real_agent_result_comes_back(node_lab):
+    plan = {"schema_version": 1, "checks": ["versions", "inventory"]}
+    run = run_burnin("ok", node_lab.host("ok"), plan, node_lab.access, timeout_s=120, agent_dir=AGENT_DIR)
+    assert run.document["schema_version"] == 1
+    assert run.rc is not None
+    assert json.loads(run.text) == run.document
+
+
+def test_document_fetched_even_when_the_agent_exits_non_zero(node_lab, fake_agent):
+    run = run_burnin("ok", node_lab.host("ok"), {"rc": 1}, node_lab.access, timeout_s=60, agent_dir=fake_agent)
+    assert run.rc == 1 and run.document["fake"] is True and run.document["plan"] == {"rc": 1}
+
+
+def test_agent_without_a_document_is_an_error_never_a_pass(node_lab, fake_agent):
+    with pytest.raises(AnsibleError) as exc:
+        run_burnin("ok", node_lab.host("ok"), {"rc": 3, "write": False}, node_lab.access, timeout_s=60,
+                   agent_dir=fake_agent)
+    assert "node ok: burn-in produced no result document" in str(exc.value)
+    assert "exit 3" in str(exc.value) and exc.value.transient is False
+
+
+def test_agent_timeout_is_reported(node_lab, fake_agent):
+    with pytest.raises(AnsibleError, match=r"exit 124, timed out"):
+        run_burnin("ok", node_lab.host("ok"), {"sleep": 30, "write": False}, node_lab.access, timeout_s=2,
+                   agent_dir=fake_agent)
+
+
+def test_ssh_drop_mid_burnin_is_a_clear_failure(served, fake_agent):
+    lab = served
+    # the healthy node of the same supervisor still passes
+    good = run_burnin("good", lab.host("good"), {"sleep": 0}, lab.access, timeout_s=60, agent_dir=fake_agent)
+    assert good.rc == 0 and good.document["fake"]
+    t0 = time.monotonic()
+    with pytest.raises(SSHError) as exc:
+        run_burnin("flaky", lab.host("flaky"), {"sleep": 30}, lab.access, timeout_s=60, agent_dir=fake_agent)
+    assert time.monotonic() - t0 < 25  # dropped, not run to completion
+    msg = str(exc.value)
+    assert "node flaky: the SSH connection dropped during burn-in" in msg
+    assert "not passed" in msg
+    assert exc.value.transient is False and exc.value.node == "flaky"
+    # the supervisor brings the node back afterwards
+    deadline = time.monotonic() + 20
+    while sshd_pid(lab.home, "flaky") is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert sshd_pid(lab.home, "flaky")
