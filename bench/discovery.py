@@ -108,6 +108,15 @@ def crawl(address: str, port: int, creds: Credentials, ca: str) -> int:
     return adapter.count
 
 
+def _proc_cpu(pid: int) -> float:
+    """User + system CPU seconds of another process (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
 def _collect(doc: Any) -> list[str]:
     out: list[str] = []
     _refs(dict(doc), out)
@@ -145,18 +154,22 @@ def main() -> int:
             ca = str(home / "pki" / "ca.pem")
 
             expected = expected_nodes(fleet, skus)
+            sim_cpu0, cli_cpu0 = _proc_cpu(proc.pid), time.process_time()
             t = time.monotonic()
             results = discover(expected, lambda _a: creds, port=8443, ca_bundle=ca, concurrency=args.concurrency,
                                timeout=30.0)
             conc_s = time.monotonic() - t
+            conc_cpu = (_proc_cpu(proc.pid) - sim_cpu0, time.process_time() - cli_cpu0)
             failed = [r for r in results if not r.ok]
             conc_req = sum(r.requests for r in results) / len(results)
             conc_rate = len(results) / conc_s
 
             k = args.sequential_sample or args.bmcs
+            sim_cpu0, cli_cpu0 = _proc_cpu(proc.pid), time.process_time()
             t = time.monotonic()
             seq_req = sum(crawl(n.bmc_address, n.bmc_port, creds, ca) for n in fleet.nodes[:k])
             seq_s = time.monotonic() - t
+            seq_cpu = (_proc_cpu(proc.pid) - sim_cpu0, time.process_time() - cli_cpu0)
             seq_rate = k / seq_s
 
             print()
@@ -165,7 +178,9 @@ def main() -> int:
                   f"{conc_req * conc_rate:>8.0f}")
             print(f"{'sequential plain crawl':28}{k:>6}{seq_s:>10.2f}{seq_rate:>9.1f}{seq_req / k:>9.1f}"
                   f"{seq_req / seq_s:>8.0f}")
-            print(f"\nspeed-up: {conc_rate / seq_rate:.1f}x; nodes not ok: {len(failed)}"
+            print(f"\nCPU seconds (simulator / client): concurrent {conc_cpu[0]:.1f} / {conc_cpu[1]:.1f}, "
+                  f"sequential {seq_cpu[0]:.1f} / {seq_cpu[1]:.1f}")
+            print(f"speed-up: {conc_rate / seq_rate:.1f}x; nodes not ok: {len(failed)}"
                   + (f" (first: {failed[0].name}: {failed[0].error or [f.code for f in failed[0].findings]})"
                      if failed else ""))
             return 1 if failed else 0

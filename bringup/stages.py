@@ -231,13 +231,19 @@ def discover(ctx: Context, name: str) -> Outcome:
 # --- provision -----------------------------------------------------------------------------------
 def apply_bios(ctx: Context, name: str) -> Outcome:
     """Apply the SKU's BIOS profile and prove every attribute took after the reboot."""
+    from .errors import RedfishError
     from .provision import apply_bios_profile
 
     rec = ctx.node(name)
-    with ctx.bmc(rec.bmc_address, timeout=30.0) as bmc:
-        result = apply_bios_profile(bmc, rec.sku.bios)
+    try:
+        with ctx.bmc(rec.bmc_address, timeout=30.0) as bmc:
+            result = apply_bios_profile(bmc, rec.sku.bios)
+    except RedfishError as exc:
+        result = getattr(exc, "result", None)
+        if result is None or getattr(exc, "transient", False):
+            raise
     if not result.ok:
-        reasons = [f"BIOS {attr} did not take: wanted {want!r}, reads {got!r}"
+        reasons = [f"BIOS {attr} did not take: wanted {want!r}, BIOS reads {got!r}"
                    for attr, (want, got) in result.not_applied.items()]
         return quarantine(ctx, rec, "provisioned", reasons, evidence=_dump(result))
     ctx.netbox.update_node(rec.id, fields={"bios_profile": rec.sku.bios_profile})
@@ -252,23 +258,26 @@ def _manifest(rec: NodeRecord):
 def install_os(ctx: Context, name: str, ssh_timeout: float = 300.0) -> Outcome:
     """Install the SKU's image over virtual media and wait for SSH with the pinned host key.
 
-    Re-installing wipes a node, so it is never repeated blindly: if the node already
-    answers SSH with the expected host key and the manifest's versions, the install is
-    skipped (a rerun after a crash between install and the NetBox update)."""
+    Re-installing wipes a node, so it is never repeated blindly: if NetBox already
+    records this image and the node answers SSH with the expected host key, the install
+    is skipped (a rerun after a crash between the install and the next stage)."""
+    from functools import partial
+
     from .provision import install_os as do_install
     from .ssh import expected_host_key, wait_for_ssh
 
     rec = ctx.node(name)
     manifest = _manifest(rec)
-    key = expected_host_key(Path(ctx.settings.ssh_known_hosts), rec.address, ctx.settings.ssh_port)
+    port = ctx.settings.ssh_port
+    key = expected_host_key(Path(ctx.settings.ssh_known_hosts), rec.address, port)
     if _already_installed(ctx, rec, key):
-        return _outcome(rec, "install", True, f"{manifest.name} already on the node; not reinstalled", skipped=False)
+        return _outcome(rec, "install", True, f"{manifest.name} already on the node; not reinstalled")
     media_url = ctx.settings.media_url.format(name=manifest.name) if ctx.settings.media_url else manifest.iso.url
-    with ctx.bmc(rec.bmc_address, timeout=30.0) as bmc:
-        do_install(bmc, manifest, media_url)
     ctx.netbox.journal(rec.id, f"OS install of {manifest.name} started from {media_url}", kind="info")
     try:
-        wait_for_ssh(rec.address, ctx.settings.ssh_port, key, ssh_timeout)
+        with ctx.bmc(rec.bmc_address, timeout=30.0) as bmc:
+            do_install(bmc, manifest, media_url,
+                       wait=partial(wait_for_ssh, rec.address, port, key, ssh_timeout, node=name))
     except BringupError as exc:
         if getattr(exc, "transient", False):
             raise
@@ -282,7 +291,7 @@ def _already_installed(ctx: Context, rec: NodeRecord, key: str) -> bool:
     if rec.custom_fields.get("image_id") != rec.sku.image:
         return False
     try:
-        wait_for_ssh(rec.address, ctx.settings.ssh_port, key, 3.0)
+        wait_for_ssh(rec.address, ctx.settings.ssh_port, key, 3.0, node=rec.name)
     except BringupError:
         return False
     return True
@@ -290,20 +299,13 @@ def _already_installed(ctx: Context, rec: NodeRecord, key: str) -> bool:
 
 def configure(ctx: Context, name: str) -> Outcome:
     """Pin and verify driver / CUDA / NCCL exactly as the manifest says; configure the node."""
-    from .image import pin_vars
-    from .ansible import run_playbook
+    from .provision import configure as run_configure
 
     rec = ctx.node(name)
     manifest = _manifest(rec)
-    access = ctx.ssh_access()
-    reasons = []
-    for playbook in ("pin.yml", "configure.yml"):
-        res = run_playbook(playbook, ctx.host(rec), pin_vars(manifest), access, timeout=600)
-        if not res.ok:
-            reasons += [f"{playbook}: {h.reason}" for h in res.failed.values()]
-            break
-    if reasons:
-        return quarantine(ctx, rec, "provisioned", reasons)
+    step = run_configure(ctx.host(rec), manifest, ctx.ssh_access())[name]
+    if not step.ok:
+        return quarantine(ctx, rec, "provisioned", [step.reason or "configuration failed"])
     p = manifest.packages
     ctx.netbox.update_node(rec.id, stage="provisioned", status="staged", fields={
         "image_id": manifest.name, "driver_version": p.driver, "cuda_version": p.cuda, "nccl_version": p.nccl})
@@ -321,18 +323,19 @@ def burn_in(ctx: Context, name: str, profile: str = "quick") -> Outcome:
     from .provision import run_burnin
 
     rec = ctx.node(name)
-    manifest = _manifest(rec)
-    plan = make_plan(rec.sku, thresholds_for(rec.sku), manifest.versions(), profile=profile, node=name)
+    m = _manifest(rec)
+    versions = {"driver": m.packages.driver, "cuda": m.packages.cuda, "nccl": m.packages.nccl, "kernel": m.os.kernel}
+    plan = make_plan(rec.sku, thresholds_for(rec.sku), versions, profile=profile, node=name)
     _save(ctx, name, "plan.json", plan)
     try:
-        doc = run_burnin(ctx.host(rec), plan, ctx.ssh_access())
+        run = run_burnin(name, ctx.host(rec)[name], plan, ctx.ssh_access())
     except BringupError as exc:
         if getattr(exc, "transient", False):
             raise
         return quarantine(ctx, rec, "burned_in", [f"burn-in did not complete: {exc}"])
-    _save(ctx, name, "burnin.json", doc)
+    _save(ctx, name, "burnin.json", run.document)
     ctx.netbox.update_node(rec.id, stage="burned_in")
-    return _outcome(rec, "burned_in", True, "burn-in document collected")
+    return _outcome(rec, "burned_in", True, f"burn-in document collected (agent exit {run.rc})")
 
 
 def judge(ctx: Context, name: str) -> Outcome:

@@ -108,6 +108,11 @@ class _Reply:
     headers: dict[str, str]
 
 
+def _is_expanded(ref: dict[str, Any]) -> bool:
+    """A reference that came back with its resource inlined (more than ``@odata.*`` keys)."""
+    return any(not k.startswith("@odata.") for k in ref)
+
+
 def _message(doc: Any) -> str:
     """The first human message of a Redfish error body, if any."""
     if isinstance(doc, dict):
@@ -142,9 +147,13 @@ class Bmc:
                                       https_adapter=self._adapter)
         if self.base_url.startswith("http://"):
             self._client._session.mount("http://", self._adapter)
+        # BMC traffic never goes through proxies or .netrc from the environment (and skipping
+        # that lookup per request is measurably cheaper across a fleet)
+        self._client._session.trust_env = False
         self._logged_in = False
         self.root: ServiceRootDoc | None = None
         self.system_uri = ""
+        self._fresh_system: SystemDoc | None = None
 
     # --- plumbing -----------------------------------------------------------------------
     @property
@@ -278,6 +287,7 @@ class Bmc:
         uri, doc = systems[0]
         system = parse(SystemDoc, doc, uri)
         self.system_uri = uri
+        self._fresh_system = system   # read a moment ago: the first inventory() reuses it
         self.quirks = quirks_for(system.Manufacturer, system.Model, self._quirk_overrides)
         return self
 
@@ -320,40 +330,58 @@ class Bmc:
         self.close()
 
     # --- collections --------------------------------------------------------------------
-    def _expand_arg(self) -> dict[str, Any] | None:
-        if not self.quirks.expand or self.root is None:
+    def _expand_args(self, levels: int = 1) -> dict[str, Any] | None:
+        """``$expand`` query for ``levels`` of subordinate resources, if the service supports it."""
+        if not self.quirks.expand or self.root is None or levels < 1:
             return None
         feats = (self.root.ProtocolFeaturesSupported or {}).get("ExpandQuery") or {}
+        if feats.get("Levels"):
+            levels = max(1, min(levels, int(feats.get("MaxLevels") or 1)))
+            suffix = f"($levels={levels})"
+        else:
+            suffix = ""
         if feats.get("NoLinks"):
-            return {"$expand": ".($levels=1)" if feats.get("Levels") else "."}
+            return {"$expand": "." + suffix}
         if feats.get("ExpandAll"):
-            return {"$expand": "*($levels=1)" if feats.get("Levels") else "*"}
+            return {"$expand": "*" + suffix}
         return None
 
-    def _members(self, uri: str) -> list[tuple[str, dict[str, Any]]]:
-        """(uri, document) of every member of a collection, expanded when possible."""
+    def _members(self, uri: str, levels: int = 1, doc: dict[str, Any] | None = None
+                 ) -> list[tuple[str, dict[str, Any]]]:
+        """(uri, document) of every member of a collection.
+
+        ``levels`` asks the service to inline that many levels (members, then their
+        subordinate collections...); ``doc`` is the collection when it already came back
+        inlined in its parent. Members that come back as bare references are fetched.
+        """
         out: list[tuple[str, dict[str, Any]]] = []
         page: str | None = uri
-        args = self._expand_arg()
         while page:
-            coll_doc = self.get(page, args)
+            coll_doc = doc if doc is not None else self.get(page, self._expand_args(levels))
+            doc = None
             coll = parse(CollectionDoc, coll_doc, page)
             for i, member in enumerate(coll.Members):
                 mid = member.get("@odata.id")
                 if not isinstance(mid, str):
                     raise ParseError("member has no @odata.id", path=f"$.Members[{i}]['@odata.id']", source=page)
-                if len(member) > 2:     # expanded in place (more than @odata.id / @odata.type)
-                    out.append((mid, member))
-                else:
-                    out.append((mid, self.get(mid)))
+                out.append((mid, member if _is_expanded(member) else self.get(mid, self._expand_args(levels - 1))))
             page = coll_doc.get("Members@odata.nextLink")
-            args = None
         return out
 
-    def _members_or_none(self, uri: str, inv: Inventory) -> list[tuple[str, dict[str, Any]]]:
-        """Members of a collection the BMC links to but may not serve (404 is noted, not fatal)."""
+    def _members_or_none(self, ref: str | dict[str, Any], inv: Inventory, levels: int = 1
+                         ) -> list[tuple[str, dict[str, Any]]]:
+        """Members of a collection the BMC links to but may not serve (404 is noted, not fatal).
+
+        ``ref`` is the collection's URI, or its reference as found in the parent document
+        (possibly already expanded).
+        """
+        if isinstance(ref, dict):
+            uri = ref.get("@odata.id", "")
+            doc = ref if _is_expanded(ref) else None
+        else:
+            uri, doc = ref, None
         try:
-            return self._members(uri)
+            return self._members(uri, levels, doc)
         except RedfishNotFoundError:
             inv.unavailable.append(uri)
             return []
@@ -363,7 +391,7 @@ class Bmc:
         return self._get_as(SystemDoc, self.system_uri)
 
     def inventory(self) -> Inventory:
-        sysdoc = self.system()
+        sysdoc, self._fresh_system = self._fresh_system or self.system(), None
         inv = Inventory(address=self.address, system=SystemInfo(
             id=sysdoc.Id, manufacturer=sysdoc.Manufacturer, model=sysdoc.Model, serial=sysdoc.SerialNumber,
             sku=sysdoc.SKU, uuid=sysdoc.UUID, bios_version=sysdoc.BiosVersion, power_state=sysdoc.PowerState))
@@ -391,25 +419,25 @@ class Bmc:
         if sysdoc.EthernetInterfaces:
             self._add_interfaces(inv, sysdoc.EthernetInterfaces.odata_id, "system")
         if self.root and self.root.Managers:
-            for uri, doc in self._members_or_none(self.root.Managers.odata_id, inv):
+            for uri, doc in self._members_or_none(self.root.Managers.odata_id, inv, levels=3):
                 mgr = parse(ManagerDoc, doc, uri)
                 if mgr.EthernetInterfaces:
-                    self._add_interfaces(inv, mgr.EthernetInterfaces.odata_id, "manager")
+                    self._add_interfaces(inv, doc["EthernetInterfaces"], "manager")
         if self.root and self.root.Chassis:
             for uri, doc in self._members_or_none(self.root.Chassis.odata_id, inv):
                 chassis = parse(ChassisDoc, doc, uri)
                 if chassis.NetworkAdapters:
-                    self._add_adapter_ports(inv, chassis.NetworkAdapters.odata_id)
+                    self._add_adapter_ports(inv, doc["NetworkAdapters"])
                 if chassis.PCIeDevices and not inv.gpus:
-                    self._add_pcie_gpus(inv, chassis.PCIeDevices.odata_id)
+                    self._add_pcie_gpus(inv, doc["PCIeDevices"])
         if self.root and self.root.UpdateService:
             try:
-                upd = self.get(self.root.UpdateService.odata_id)
+                upd = self.get(self.root.UpdateService.odata_id, self._expand_args(2))
             except RedfishNotFoundError:
                 upd = {}
                 inv.unavailable.append(self.root.UpdateService.odata_id)
-            fw = (upd.get("FirmwareInventory") or {}).get("@odata.id")
-            if fw:
+            fw = upd.get("FirmwareInventory")
+            if isinstance(fw, dict) and "@odata.id" in fw:
                 for uri, doc in self._members_or_none(fw, inv):
                     s = parse(SoftwareDoc, doc, uri)
                     inv.firmware.append((s.Name or s.Id, s.Version or ""))
@@ -420,7 +448,7 @@ class Bmc:
                 inv.unavailable.append(sysdoc.Bios.odata_id)
         return inv
 
-    def _add_interfaces(self, inv: Inventory, coll: str, owner: str) -> None:
+    def _add_interfaces(self, inv: Inventory, coll: str | dict[str, Any], owner: str) -> None:
         seen = inv.nic_by_mac()
         for uri, doc in self._members_or_none(coll, inv):
             if (doc.get("Status") or {}).get("State") == "Absent":
@@ -432,14 +460,15 @@ class Bmc:
             inv.nics.append(nic)
             seen[nic.mac] = nic
 
-    def _add_adapter_ports(self, inv: Inventory, coll: str) -> None:
+    def _add_adapter_ports(self, inv: Inventory, coll: str | dict[str, Any]) -> None:
         seen = inv.nic_by_mac()
-        for uri, doc in self._members_or_none(coll, inv):
+        # adapters, their Ports collections and the ports themselves in one request if possible
+        for uri, doc in self._members_or_none(coll, inv, levels=3):
             adapter = parse(NetworkAdapterDoc, doc, uri)
-            ports = adapter.Ports or adapter.NetworkPorts
-            if not ports:
+            if not (adapter.Ports or adapter.NetworkPorts):
                 continue
-            for puri, pdoc in self._members_or_none(ports.odata_id, inv):
+            ports_ref = doc["Ports"] if adapter.Ports else doc["NetworkPorts"]
+            for puri, pdoc in self._members_or_none(ports_ref, inv):
                 port = parse(PortDoc, pdoc, puri)
                 macs = (port.Ethernet.AssociatedMACAddresses if port.Ethernet else None) \
                     or port.AssociatedNetworkAddresses or []
@@ -460,7 +489,7 @@ class Bmc:
                     inv.nics.append(nic)
                     seen[mac] = nic
 
-    def _add_pcie_gpus(self, inv: Inventory, coll: str) -> None:
+    def _add_pcie_gpus(self, inv: Inventory, coll: str | dict[str, Any]) -> None:
         pattern = re.compile(self.quirks.gpu_pcie_manufacturer)
         for uri, doc in self._members_or_none(coll, inv):
             d = parse(PCIeDeviceDoc, doc, uri)

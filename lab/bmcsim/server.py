@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import secrets
+import socket
 import ssl
 import threading
 import time
@@ -109,9 +110,12 @@ class _Handler(BaseHTTPRequestHandler):
             if k != "Content-Type":
                 self.send_header(k, v)
         self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
+        # headers and body leave in one write: two small writes on a keep-alive
+        # connection meet the client's delayed ACK and cost ~40 ms per response
+        self._headers_buffer.append(b"\r\n")
         if self.command != "HEAD":
-            self.wfile.write(payload)
+            self._headers_buffer.append(payload)
+        self.flush_headers()
 
     do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = _serve
 
@@ -136,6 +140,7 @@ class _BmcHttpServer(ThreadingHTTPServer):
     def finish_request(self, request, client_address) -> None:  # type: ignore[override]
         # the handshake runs here, in the connection's own thread
         try:
+            request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             tls = self.ctx.wrap_socket(request, server_side=True)
         except (ssl.SSLError, OSError) as exc:
             log.debug("TLS handshake from %s failed: %s", client_address, exc)

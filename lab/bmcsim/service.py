@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl
 
 from bringup.fleet import FaultKind
 
@@ -34,6 +36,20 @@ SCHEMA_VERSIONS = [
     ("SoftwareInventory", "v1_10_0"), ("Task", "v1_7_0"), ("TaskService", "v1_2_0"),
     ("UpdateService", "v1_11_0"), ("VirtualMedia", "v1_6_0"),
 ]
+
+
+MAX_EXPAND_LEVELS = 3
+EXPAND_RE = re.compile(r"^[.*~](?:\(\$levels=(\d+)\))?$")
+
+
+def expand_levels(query: str) -> int:
+    """Levels asked for by ``$expand=.``/``*`` (``($levels=n)``), capped; 0 when none."""
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        if key == "$expand":
+            m = EXPAND_RE.match(value)
+            if m:
+                return min(int(m.group(1) or 1), MAX_EXPAND_LEVELS)
+    return 0
 
 
 @dataclass
@@ -140,10 +156,30 @@ class BmcService:
         doc = self.resource(path)
         if doc is None:
             return error(404, "ResourceNotFound", f"There is no resource at {path}.")
-        if "$expand" in query and "Members" in doc:
-            doc = dict(doc)
-            doc["Members"] = [self.resource(m["@odata.id"]) or m for m in doc["Members"]]
+        levels = expand_levels(query)
+        if levels:
+            doc = self._expand(doc, levels)
         return Reply(200, doc)
+
+    def _expand(self, doc: dict[str, Any], levels: int) -> dict[str, Any]:
+        """Inline subordinate references (not Links, not annotations) ``levels`` deep."""
+        if levels <= 0:
+            return doc
+        out: dict[str, Any] = {}
+        for key, value in doc.items():
+            if key in ("Links", "Actions") or key.startswith("@"):
+                out[key] = value
+            elif key == "Members" and isinstance(value, list):
+                out[key] = [self._expand_ref(m, levels) for m in value]
+            elif isinstance(value, dict) and set(value) == {"@odata.id"}:
+                out[key] = self._expand_ref(value, levels)
+            else:
+                out[key] = value
+        return out
+
+    def _expand_ref(self, ref: dict[str, Any], levels: int) -> dict[str, Any]:
+        target = self.resource(ref.get("@odata.id", ""))
+        return self._expand(target, levels - 1) if target is not None else ref
 
     def resource(self, path: str) -> dict[str, Any] | None:
         """The document at ``path``, or None."""
@@ -258,7 +294,7 @@ class BmcService:
             "Id": "RootService", "Name": "Root Service", "RedfishVersion": "1.20.0",
             "UUID": hardware.gpu_uuid(self.node, 999), "Vendor": "bringup-lab", "Product": "bmcsim",
             "ProtocolFeaturesSupported": {
-                "ExpandQuery": {"ExpandAll": False, "Levels": True, "MaxLevels": 1, "Links": False,
+                "ExpandQuery": {"ExpandAll": False, "Levels": True, "MaxLevels": MAX_EXPAND_LEVELS, "Links": False,
                                 "NoLinks": True},
                 "SelectQuery": False, "FilterQuery": False, "OnlyMemberQuery": False, "ExcerptQuery": False},
             "Systems": _ref(f"{R}/Systems"), "Chassis": _ref(f"{R}/Chassis"), "Managers": _ref(f"{R}/Managers"),

@@ -117,10 +117,17 @@ def install_from_media(node: NodeSpec, image_url: str, home: Path, images_dir: P
     except ConfigError as exc:  # an unknown ISO does not boot: the node stays as it was
         raise LabError(f"node {node.name} cannot boot {image_url}: {exc}") from None
     nd = NodeDir(home, node.name)
+    nd.dir.mkdir(parents=True, exist_ok=True)
+    # first say "installing", so the supervisor does not restart the old sshd meanwhile
+    nd.state.write_text(json.dumps({"name": node.name, "installed": False, "boot": "installing",
+                                    "image_url": image_url}))
     stop_sshd(home, node.name)  # the reset took the old OS down
     nd.root.mkdir(parents=True, exist_ok=True)
     versions = installed_versions(node, manifest)
     write_root(nd.root, manifest, versions)
+    # the image ships kubeadm, as a real node image does, for the join playbook
+    from lab.kubeapi import install_kubeadm
+    install_kubeadm(nd.root)
     host_public_key(home, node)
     write_known_hosts(home, [node])
     nd.env_file.write_text(json.dumps(node_env(node, versions, nd.root), indent=2, sort_keys=True))

@@ -258,10 +258,15 @@ def start_sshd(home: Path, node: NodeSpec, timeout: float = 10.0) -> int:
         client_key(home)
         host_public_key(home, node)
         _privsep_dir()
+        if port_open(node.address, node.ssh_port, timeout=0.2):
+            raise LabError(f"{node.address}:{node.ssh_port} of node {node.name} is taken by another process",
+                           hint=f"find it with `ss -ltnp | grep {node.address}:{node.ssh_port}` and stop it")
         nd.config.write_text(render_config(home, node, nd.read_env()))
         nd.pidfile.unlink(missing_ok=True)
+        log_size = nd.log.stat().st_size if nd.log.exists() else 0
         argv = [sshd_binary(), "-f", str(nd.config), "-E", str(nd.log)]
-        # without -D sshd binds, forks into the background and writes its pid file
+        # without -D sshd forks into the background, then binds and writes its pid file;
+        # a bind failure only shows in its log (the exit status is already 0)
         proc = subprocess.run(argv, check=False, capture_output=True, text=True, stdin=subprocess.DEVNULL)
         if proc.returncode != 0:
             tail = (proc.stderr or "").strip() or _tail(nd.log)
@@ -272,9 +277,23 @@ def start_sshd(home: Path, node: NodeSpec, timeout: float = 10.0) -> int:
             pid = sshd_pid(home, node.name)
             if pid and port_open(node.address, node.ssh_port):
                 return pid
+            fresh = _log_since(nd.log, log_size)
+            if "Cannot bind any address" in fresh:
+                raise LabError(f"sshd of node {node.name} cannot listen on {node.address}:{node.ssh_port}: "
+                               f"{' | '.join(fresh.strip().splitlines()[-2:])}",
+                               hint="another process holds the address; stop it")
             time.sleep(0.02)
         raise LabError(f"sshd of node {node.name} started but does not answer on "
                        f"{node.address}:{node.ssh_port} after {timeout:.0f}s", hint=f"see {nd.log}")
+
+
+def _log_since(path: Path, offset: int) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            return fh.read().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def _tail(path: Path, n: int = 5) -> str:

@@ -114,3 +114,23 @@ def test_supervisor_starts_eight_nodes_and_restarts_a_dead_one(lab_factory):
     finally:
         sup.stop_all()
     assert not any(sshd_pid(lab.home, n.name) for n in lab.fleet.nodes)
+
+
+def test_a_taken_address_is_a_clear_error(node_lab, monkeypatch):
+    import socket
+
+    import lab.nodes.sshd as sshd_mod
+    from bringup.errors import LabError
+    n = node_lab.fleet.node("ok").model_copy(update={"name": "squatter"})
+    # the address of "ok" is held by its sshd: a second node there must not start
+    with pytest.raises(LabError, match="is taken by another process"):
+        sshd_mod.start_sshd(node_lab.home, n)
+    # a port bound by someone else after our check shows up in sshd's own log
+    late = node_lab.fleet.node("ok").model_copy(update={"name": "late", "ssh_port": 2299})
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((late.address, 2299))
+        s.listen()
+        monkeypatch.setattr(sshd_mod, "port_open", lambda *a, **k: False)
+        with pytest.raises(LabError, match="cannot listen on .*Address already in use"):
+            sshd_mod.start_sshd(node_lab.home, late, timeout=5)

@@ -70,3 +70,18 @@ def test_run_playbook_refuses_missing_inputs(tmp_path):
         run_playbook("nope.yml", {"a": {"address": "127.0.0.1"}}, {}, access)
     with pytest.raises(ConfigError, match="missing-key does not exist"):
         run_playbook("pin.yml", {"a": {"address": "127.0.0.1"}}, {}, access)
+
+
+def test_collect_reads_a_recorded_real_run():
+    import json
+    from pathlib import Path
+    rec = json.loads((Path(__file__).parents[2] / "fixtures/ansible-runner/pin-ok-drift-down.json").read_text())
+    res = _collect("pin.yml", runner(rec["events"], rec["stats"], rec["rc"], rec["status"]),
+                   {"ok": {}, "drift": {}, "down": {}})
+    assert res.hosts["ok"].ok and res.hosts["ok"].facts["installed_driver"] == "570.133.20"
+    drift = res.hosts["drift"]
+    assert not drift.ok and not drift.unreachable
+    assert "driver (loaded kernel module): manifest says 570.133.20, node has 570.86.15" in drift.reason()
+    down = res.hosts["down"]
+    assert down.unreachable and "Connection refused" in down.reason()
+    assert set(res.failed()) == {"drift", "down"}
