@@ -7,6 +7,7 @@ as its own process (as the lab does), then measures, side by side in one run:
 
 - concurrent discovery: ``bringup.discovery.discover`` (session login, ``$expand``,
   ``concurrency`` worker threads, full verification);
+- the same ``discover`` with ``concurrency=1`` (what concurrency alone buys);
 - a plain sequential crawl with the same DMTF library: one BMC after the other, log in,
   GET every resource reachable from the service root (following ``@odata.id`` outside
   ``Links``), log out. That is what a naive inventory script does. With
@@ -32,15 +33,15 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-import yaml  # noqa: E402
-from redfish import redfish_client  # noqa: E402
-from requests.adapters import HTTPAdapter  # noqa: E402
+import yaml
+from redfish import redfish_client
+from requests.adapters import HTTPAdapter
 
-from bringup.discovery import discover  # noqa: E402
-from bringup.fleet import load_fleet  # noqa: E402
-from bringup.redfish import Credentials  # noqa: E402
-from bringup.sku import load_skus, nic_counts  # noqa: E402
-from lab.bmcsim.expect import expected_nodes  # noqa: E402
+from bringup.discovery import discover
+from bringup.fleet import load_fleet
+from bringup.redfish import Credentials
+from bringup.sku import load_skus, nic_counts
+from lab.bmcsim.expect import expected_nodes
 
 
 def make_fleet(n: int, path: Path) -> None:
@@ -139,7 +140,7 @@ def main() -> int:
         make_fleet(args.bmcs, fleet_path)
         skus = load_skus()
         fleet = load_fleet(fleet_path, nic_counts(skus))
-        log = open(home / "bmcsim.log", "w")
+        log = open(home / "bmcsim.log", "w")  # noqa: SIM115 - closed in the finally below
         t0 = time.monotonic()
         proc = subprocess.Popen([sys.executable, "-m", "lab.bmcsim", "serve", "--fleet", str(fleet_path),
                                  "--home", str(home), "--latency", str(args.latency), "--log-level", "WARNING"],
@@ -172,12 +173,19 @@ def main() -> int:
             seq_cpu = (_proc_cpu(proc.pid) - sim_cpu0, time.process_time() - cli_cpu0)
             seq_rate = k / seq_s
 
+            t = time.monotonic()
+            one = discover(expected[:k], lambda _a: creds, port=8443, ca_bundle=ca, concurrency=1, timeout=30.0)
+            one_s = time.monotonic() - t
+            one_req = sum(r.requests for r in one) / len(one)
+
             print()
             print(f"{'':28}{'BMCs':>6}{'seconds':>10}{'BMC/s':>9}{'req/BMC':>9}{'req/s':>8}")
             print(f"{'concurrent discover()':28}{len(results):>6}{conc_s:>10.2f}{conc_rate:>9.1f}{conc_req:>9.1f}"
                   f"{conc_req * conc_rate:>8.0f}")
             print(f"{'sequential plain crawl':28}{k:>6}{seq_s:>10.2f}{seq_rate:>9.1f}{seq_req / k:>9.1f}"
                   f"{seq_req / seq_s:>8.0f}")
+            print(f"{'discover(), concurrency=1':28}{k:>6}{one_s:>10.2f}{k / one_s:>9.1f}{one_req:>9.1f}"
+                  f"{one_req * k / one_s:>8.0f}")
             print(f"\nCPU seconds (simulator / client): concurrent {conc_cpu[0]:.1f} / {conc_cpu[1]:.1f}, "
                   f"sequential {seq_cpu[0]:.1f} / {seq_cpu[1]:.1f}")
             print(f"speed-up: {conc_rate / seq_rate:.1f}x; nodes not ok: {len(failed)}"

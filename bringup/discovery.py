@@ -58,11 +58,11 @@ class NodeDiscovery(BaseModel):
         inv = self.inventory
         if inv is not None:
             s = inv.system
-            lines += ["", f"- system: {s.manufacturer} {s.model}, serial {s.serial}, BIOS {s.bios_version}, "
-                          f"power {s.power_state}",
+            lines += ["", (f"- system: {s.manufacturer} {s.model}, serial {s.serial}, BIOS {s.bios_version}, "
+                           f"power {s.power_state}"),
                       f"- GPUs: {len(inv.gpus)} x {', '.join(sorted({g.model or '?' for g in inv.gpus})) or '-'}",
                       f"- CPUs: {len(inv.cpus)}, memory {inv.memory_mib // 1024} GiB in {len(inv.memory)} DIMMs",
-                      f"- NICs: " + ", ".join(f"{n.id}={n.mac}" for n in inv.nics),
+                      "- NICs: " + ", ".join(f"{n.id}={n.mac}" for n in inv.nics),
                       "- firmware: " + ", ".join(f"{n} {v}" for n, v in inv.firmware)]
         return "\n".join(lines) + "\n"
 

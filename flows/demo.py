@@ -6,10 +6,9 @@ and print who joined Kubernetes with which labels, who was cordoned and why.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
-
-from prefect.deployments import run_deployment
 
 from bringup import stages
 from bringup.report import summary_text
@@ -17,6 +16,10 @@ from bringup.report import summary_text
 
 def main(site: str | None = None, timeout: float = 3600.0) -> int:
     ctx = stages.Context.from_settings()
+    # the settings name the Prefect server; set it before Prefect is imported
+    os.environ["PREFECT_API_URL"] = ctx.settings.prefect_api_url
+    from prefect.deployments import run_deployment
+
     site = site or ctx.settings.site
     t0 = time.monotonic()
     print(f"commissioning site {site} through the Prefect deployment commission/commission ...", flush=True)

@@ -6,8 +6,22 @@
 """
 
 from .client import Bmc, Credentials, connect
+from .credentials import load_credentials
 from .models import BiosResult, Cpu, Dimm, Gpu, Inventory, Nic, SystemInfo
 from .quirks import Quirks, quirks_for
 
-__all__ = ["Bmc", "BiosResult", "Cpu", "Credentials", "Dimm", "Gpu", "Inventory", "Nic", "Quirks",
-           "SystemInfo", "connect", "quirks_for"]
+__all__ = [
+           "BiosResult",
+           "Bmc",
+           "Cpu",
+           "Credentials",
+           "Dimm",
+           "Gpu",
+           "Inventory",
+           "Nic",
+           "Quirks",
+           "SystemInfo",
+           "connect",
+           "load_credentials",
+           "quirks_for",
+]

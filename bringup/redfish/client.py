@@ -22,7 +22,7 @@ import random
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 import certifi
 import requests
@@ -252,7 +252,7 @@ class Bmc:
         return parse(model, self.get(path), path)
 
     # --- session ------------------------------------------------------------------------
-    def login(self) -> "Bmc":
+    def login(self) -> Bmc:
         last: RedfishError | None = None
         for attempt in range(self.retries + 1):
             if attempt:
@@ -277,10 +277,15 @@ class Bmc:
         else:
             assert last is not None
             raise last
-        try:
-            self.root = parse(ServiceRootDoc, self._client.root_resp.dict, ROOT)
-        except JsonDecodingError:
-            raise ParseError("the service root is not valid JSON", path="$", source=f"{self._name()} {ROOT}") from None
+        if self._client.root_resp.status != 200:
+            # some BMCs answer 401 on the service root until logged in: read it again now
+            self.root = parse(ServiceRootDoc, self.get(ROOT), ROOT)
+        else:
+            try:
+                self.root = parse(ServiceRootDoc, self._client.root_resp.dict, ROOT)
+            except JsonDecodingError:
+                raise ParseError("the service root is not valid JSON", path="$",
+                                 source=f"{self._name()} {ROOT}") from None
         systems = self._members(self.root.Systems.odata_id)
         if not systems:
             raise RedfishError(f"{self._name()} lists no ComputerSystem", hint="check the BMC is fully booted")
@@ -318,12 +323,12 @@ class Bmc:
             self._logged_in = False
             try:
                 self._client.logout()
-            except Exception as exc:  # a failed logout only leaks a session that times out
+            except Exception as exc:  # noqa: BLE001 - a failed logout only leaks a session that times out
                 log.info("%s: logout failed: %s", self._name(), exc)
         else:
             self._client._session.close()
 
-    def __enter__(self) -> "Bmc":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

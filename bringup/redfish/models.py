@@ -9,14 +9,13 @@ relies on are required; everything vendors commonly omit is optional.
 from __future__ import annotations
 
 import re
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bringup.errors import ParseError
 
-MAC_RE = re.compile(r"^[0-9a-f]{2}([:-][0-9a-f]{2}){5}$", re.I)
-M = TypeVar("M", bound=BaseModel)
+MAC_RE = re.compile(r"^[0-9a-f]{2}([:-][0-9a-f]{2}){5}$", re.IGNORECASE)
 
 
 def normalise_mac(value: Any) -> str:
@@ -32,7 +31,7 @@ def _json_path(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def parse(model: type[M], doc: Any, uri: str) -> M:
+def parse[M: BaseModel](model: type[M], doc: Any, uri: str) -> M:
     """Validate ``doc`` (a decoded JSON body from ``uri``) as ``model``."""
     if not isinstance(doc, dict):
         raise ParseError(f"expected a JSON object, got {type(doc).__name__}", path="$", source=uri,

@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 import yaml
@@ -158,21 +159,20 @@ def bmcsim(tmp_path_factory) -> Iterator[Sim]:
     home = tmp_path_factory.mktemp("bmcsim-home")
     fleet = home / "fleet.yaml"
     fleet.write_text(FAULT_FLEET)
-    log = open(home / "bmcsim.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "lab.bmcsim", "serve", "--fleet", str(fleet), "--home", str(home),
-                             "--power-delay", "0.3"], cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        wait_port("127.61.0.11", 8443, proc)
-        yield Sim(fleet, home)
-    finally:
-        stop(proc)
-        log.close()
+    with open(home / "bmcsim.log", "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "lab.bmcsim", "serve", "--fleet", str(fleet), "--home",
+                                 str(home), "--power-delay", "0.3"], cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_port("127.61.0.11", 8443, proc)
+            yield Sim(fleet, home)
+        finally:
+            stop(proc)
 
 
 class _MockupHandler(SimpleHTTPRequestHandler):
     """Read-only mockup tree: /redfish/v1/X/Y -> ROOT/X/Y/index.json; overrides map path -> raw bytes."""
 
-    overrides: dict[str, bytes] = {}
+    overrides: ClassVar[dict[str, bytes]] = {}
 
     def log_message(self, *args) -> None:
         pass
@@ -246,13 +246,11 @@ def sushy(tmp_path_factory) -> Iterator[str]:
         pytest.fail("sushy-emulator is not installed; run `uv sync` (dev group)")
     port = free_port()
     home = tmp_path_factory.mktemp("sushy")
-    log = open(home / "sushy.log", "w")
-    env = dict(os.environ)
-    proc = subprocess.Popen([str(exe), "--fake", "-i", "127.0.0.1", "-p", str(port)], cwd=home, stdout=log,
-                            stderr=subprocess.STDOUT, env=env)
-    try:
-        wait_port("127.0.0.1", port, proc)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        stop(proc)
-        log.close()
+    with open(home / "sushy.log", "w") as log:
+        proc = subprocess.Popen([str(exe), "--fake", "-i", "127.0.0.1", "-p", str(port)], cwd=home, stdout=log,
+                                stderr=subprocess.STDOUT, env=dict(os.environ))
+        try:
+            wait_port("127.0.0.1", port, proc)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            stop(proc)

@@ -92,6 +92,7 @@ def test_http_500_message_and_401_type(bmcsim):
         connect(bmcsim.node("bmc-401").bmc_address, bmcsim.creds, port=8443, ca_bundle=bmcsim.ca, retries=3)
 
 
+@pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
 def test_tls_is_verified_by_default(bmcsim):
     addr = bmcsim.node("ok-1").bmc_address
     with pytest.raises(RedfishError, match="TLS verification failed"):

@@ -7,6 +7,7 @@ client reads what the documents say rather than numbers copied into the test.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -15,8 +16,6 @@ from bringup.errors import ParseError
 from bringup.redfish import Credentials, connect
 from bringup.sku import load_skus
 from bringup.verify import ExpectedNode
-
-from pathlib import Path
 
 MOCKUPS = Path(__file__).resolve().parents[4] / "shared" / "redfish" / "mockups"
 
@@ -81,9 +80,8 @@ def test_truncated_json_body_is_a_parse_error_naming_the_resource(mockup_server)
     uri = "/redfish/v1/Systems/437XR1238R2/Processors/GPU1"
     body = _tower_gpu1()
     url = mockup_server("public-tower", {uri: body[: len(body) // 2]})
-    with connect(url, CREDS, retries=0) as bmc:
-        with pytest.raises(ParseError) as err:
-            bmc.inventory()
+    with connect(url, CREDS, retries=0) as bmc, pytest.raises(ParseError) as err:
+        bmc.inventory()
     assert uri in str(err.value) and "not valid JSON" in str(err.value)
 
 
@@ -99,9 +97,8 @@ def test_malformed_mac_names_the_json_path(mockup_server):
     doc = json.loads((MOCKUPS / "public-tower" / uri[len("/redfish/v1/"):] / "index.json").read_text())
     doc["MACAddress"] = "not-a-mac"
     url = mockup_server("public-tower", {uri: json.dumps(doc).encode()})
-    with connect(url, CREDS, retries=0) as bmc:
-        with pytest.raises(ParseError) as err:
-            bmc.inventory()
+    with connect(url, CREDS, retries=0) as bmc, pytest.raises(ParseError) as err:
+        bmc.inventory()
     assert f"{uri} $.MACAddress" in str(err.value)
 
 

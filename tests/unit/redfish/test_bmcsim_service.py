@@ -101,7 +101,7 @@ def test_expand_inlines_members():
 
 
 def test_bios_settings_apply_only_on_reset_and_stuck_attribute_never():
-    svc, clock = make("[{kind: bios_not_applied, attribute: PowerProfile}]")
+    svc, _clock = make("[{kind: bios_not_applied, attribute: PowerProfile}]")
     assert call(svc, "PATCH", f"{SYS}/Bios/Settings",
                 {"Attributes": {"IommuSupport": "Enabled", "PowerProfile": "MaxPerformance"}}).status == 204
     assert call(svc, "GET", f"{SYS}/Bios").body["Attributes"]["IommuSupport"] == "Disabled"
