@@ -11,9 +11,9 @@ import json
 import os
 import threading
 import time
-from dataclasses import dataclass
 
 from bringup.lifecycle import NodeReport, Outcome
+from bringup.stages import Selected  # noqa: F401  (same selection record as the real stages)
 
 CONFIG = json.loads(os.environ.get("BRINGUP_BENCH", "{}"))
 NODES = int(CONFIG.get("nodes", 8))
@@ -21,14 +21,6 @@ RACK_SIZE = int(CONFIG.get("rack_size", 16))
 DURATIONS: dict[str, float] = CONFIG.get("durations", {})
 _stage: dict[str, str] = {}
 _lock = threading.Lock()
-
-
-@dataclass
-class Selected:
-    name: str
-    rack: str
-    stage: str
-    last_burnin: str = ""
 
 
 class Context:

@@ -6,8 +6,7 @@ from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from . import tasks
-from .artifacts import publish
-from .commission import commission_node
+from .commission import fan_out
 
 
 @flow(name="burnin", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=64))
@@ -20,7 +19,4 @@ def burnin(site: str | None = None, rack: str | None = None, tag: str | None = N
     for s in selected:
         if s.stage != "provisioned":
             log.info("%s is %s, not provisioned: skipped (use commission)", s.name, s.stage)
-    futures = [commission_node.submit(s.name, s.rack, s.stage, burnin_profile, False) for s in ready]
-    results = [f.result() for f in futures]
-    publish([r for r, _ in results], {r.node: o for r, o in results}, prefix="burnin")
-    return [r.model_dump() for r, _ in results]
+    return fan_out(ready, burnin_profile=burnin_profile, prefix="burnin")

@@ -61,6 +61,16 @@ def commission_node(node: str, rack: str, stage: str, burnin_profile: str, force
     return report, outcomes
 
 
+def fan_out(selected, *, burnin_profile: str = "quick", force: bool = False, until: str = "admitted",
+            prefix: str = "commission") -> list[dict]:
+    """Walk each selected node through its remaining stages side by side, then publish."""
+    futures = [commission_node.submit(s.name, s.rack, s.stage, burnin_profile, force, until=until) for s in selected]
+    results = [f.result() for f in futures]
+    reports = [r for r, _ in results]
+    publish(reports, {r.node: o for r, o in results}, prefix=prefix)
+    return [r.model_dump() for r in reports]
+
+
 @flow(name="commission", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=64))
 def commission(site: str | None = None, rack: str | None = None, tag: str | None = None,
                nodes: list[str] | None = None, burnin_profile: str = "quick", dry_run: bool = False,
@@ -78,8 +88,4 @@ def commission(site: str | None = None, rack: str | None = None, tag: str | None
         publish([], {}, plan=rows)
         return rows
     log.info("commissioning %d node(s)", len(selected))
-    futures = [commission_node.submit(s.name, s.rack, s.stage, burnin_profile, force) for s in selected]
-    results = [f.result() for f in futures]
-    reports = [r for r, _ in results]
-    publish(reports, {r.node: o for r, o in results})
-    return [r.model_dump() for r in reports]
+    return fan_out(selected, burnin_profile=burnin_profile, force=force)

@@ -104,3 +104,22 @@ def test_quarantined_nodes_never_joined_and_admitted_are_schedulable(seeded, flo
         assert st.exists and st.ready and not st.unschedulable
     for node in FAULTY:
         assert not kube.node_state(node).exists
+
+
+def test_runs_publish_a_fleet_table_and_node_summaries(seeded, flow_env):
+    import json
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        table = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["commission-fleet"])))
+        node = client.read_artifacts(artifact_filter=ArtifactFilter(
+            key=ArtifactFilterKey(any_=["commission-node-ft-r01-n04"])))
+    assert table and table[0].type == "table"
+    rows = json.loads(table[0].data) if isinstance(table[0].data, str) else table[0].data
+    by_node = {r["node"]: r for r in rows}
+    assert set(by_node) == HEALTHY | set(FAULTY)
+    assert by_node["ft-r01-n04"]["verdict"] == "quarantined" and "busbw" in by_node["ft-r01-n04"]["reasons"]
+    assert by_node["ft-r01-n01"]["netbox"].startswith("http://")
+    assert node and "# ft-r01-n04: quarantined" in node[0].data
