@@ -70,24 +70,39 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", default="64,256")
     ap.add_argument("--rack-size", type=int, default=16)
+    ap.add_argument("--scale", type=float, default=1.0,
+                    help="multiply every stage duration (real installs take minutes, burn-ins hours)")
+    ap.add_argument("--prefect-db", choices=("postgres", "sqlite"), default="postgres",
+                    help="Prefect server database: the lab's PostgreSQL (default) or SQLite")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child(args.child, args.rack_size)
         return
 
-    from lab.paths import LabPaths
+    from lab.paths import HOST, PG_PORT, LabPaths
+    from lab.postgres import SUPERUSER, Postgres
     from lab.prefect_server import PrefectServer
     paths = LabPaths.default()
     paths.ensure()
     home = Path(tempfile.mkdtemp(prefix="bringup-bench-prefect-"))
+    if args.prefect_db == "postgres":
+        # SQLite serialises writes: with many task runs taking and releasing slots at
+        # once, single requests stall for seconds (measured); PostgreSQL does not
+        pg = Postgres(paths)
+        pg.start()
+        pg.drop("prefect_bench")
+        pg.create("prefect_bench")
+        os.environ["BRINGUP_PREFECT_DATABASE_URL"] = (
+            f"postgresql+asyncpg://{SUPERUSER}:{pg.password}@{HOST}:{PG_PORT}/prefect_bench")
     server = PrefectServer(paths, name="prefect-bench", home=home, port=54209)
     server.start()
+    durations = {k: v * args.scale for k, v in DURATIONS.items()}
     results = []
     try:
         for n in [int(x) for x in args.nodes.split(",")]:
             env = {**os.environ, **server.env(), "BRINGUP_STAGES": "bench.simstages",
-                   "BRINGUP_BENCH": json.dumps({"nodes": n, "rack_size": args.rack_size, "durations": DURATIONS}),
+                   "BRINGUP_BENCH": json.dumps({"nodes": n, "rack_size": args.rack_size, "durations": durations}),
                    "PREFECT_LOGGING_LEVEL": "WARNING"}
             r = subprocess.run([sys.executable, __file__, "--child", str(n), "--rack-size", str(args.rack_size)],
                                env=env, capture_output=True, text=True, cwd=REPO)
@@ -95,11 +110,12 @@ def main() -> None:
                 print(r.stdout[-3000:], r.stderr[-3000:], file=sys.stderr)
                 raise SystemExit(f"run with {n} nodes failed")
             out = json.loads(r.stdout.strip().splitlines()[-1])
-            lb = lower_bound(n, args.rack_size, DURATIONS, LIMITS)
+            lb = lower_bound(n, args.rack_size, durations, LIMITS)
             results.append((n, out["wall"], lb, out["wall"] / lb, out["rss_mib"], out["admitted"]))
     finally:
         server.stop()
-    print(f"stage seconds: {DURATIONS}; limits: {LIMITS}; rack size {args.rack_size}")
+    print(f"stage seconds: {durations}; limits: {LIMITS}; rack size {args.rack_size}; "
+          f"Prefect database: {args.prefect_db}")
     print(f"{'nodes':>6} {'wall s':>8} {'bound s':>8} {'ratio':>6} {'peak RSS MiB':>13} {'admitted':>9}")
     for n, wall, lb, ratio, rss, adm in results:
         print(f"{n:>6} {wall:>8.1f} {lb:>8.1f} {ratio:>6.3f} {rss:>13.0f} {adm:>9}")

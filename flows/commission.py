@@ -13,6 +13,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from bringup.lifecycle import NodeReport, Outcome, remaining
 
 from . import tasks
+from .tasks import PLAIN
 from .artifacts import publish
 
 STAGE_TASKS = {
@@ -36,7 +37,7 @@ def _chain(*fns, node: str) -> list[Outcome]:
     return out
 
 
-@task(name="commission node", task_run_name="commission {node}")
+@task(name="commission node", task_run_name="commission {node}", **PLAIN)
 def commission_node(node: str, rack: str, stage: str, burnin_profile: str, force: bool,
                     until: str = "admitted") -> tuple[NodeReport, list[Outcome]]:
     log = get_run_logger()

@@ -9,10 +9,11 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from bringup.lifecycle import NodeReport, Outcome
 
 from . import tasks
+from .tasks import PLAIN
 from .artifacts import publish
 
 
-@task(name="due for re-burn-in")
+@task(name="due for re-burn-in", **PLAIN)
 def due(site: str | None, rack: str | None, tag: str | None, nodes: list[str] | None, max_age_days: int):
     from bringup import stages
 
@@ -23,7 +24,7 @@ def due(site: str | None, rack: str | None, tag: str | None, nodes: list[str] | 
     return selected
 
 
-@task(name="re-burn-in node", task_run_name="re-burn-in {node}")
+@task(name="re-burn-in node", task_run_name="re-burn-in {node}", **PLAIN)
 def reburnin_node(node: str, rack: str, profile: str) -> tuple[NodeReport, list[Outcome]]:
     outcomes = []
     for step in (lambda: tasks.drain(node), lambda: tasks.burn_in(node, rack, profile),

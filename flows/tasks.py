@@ -12,12 +12,12 @@ import os
 from functools import lru_cache
 
 from prefect import task
-from prefect.concurrency.sync import concurrency
+from prefect.cache_policies import NO_CACHE
 
 from bringup.errors import BringupError
 from bringup.lifecycle import NodeReport, Outcome
 
-from .limits import BMC_LIMIT, INSTALL_LIMIT, burnin_limit, ensure_rack_limits
+from .limits import BMC_LIMIT, INSTALL_LIMIT, burnin_limit, ensure_rack_limits, slot
 
 
 def transient_only(task, task_run, state) -> bool:
@@ -35,7 +35,11 @@ def transient_only(task, task_run, state) -> bool:
 #: functions (bench/commission.py swaps in timed stand-ins to measure orchestration alone)
 stages = importlib.import_module(os.environ.get("BRINGUP_STAGES", "bringup.stages"))
 
-RETRY = dict(retries=3, retry_delay_seconds=[2, 10, 30], retry_condition_fn=transient_only)
+#: every stage has side effects and reads live state: never serve it from a cache, and
+#: keep results in memory (hashing inputs and persisting results per task run cost more
+#: than the orchestration itself at a few hundred nodes)
+PLAIN = dict(cache_policy=NO_CACHE, persist_result=False)
+RETRY = dict(retries=3, retry_delay_seconds=[2, 10, 30], retry_condition_fn=transient_only, **PLAIN)
 
 
 @lru_cache(maxsize=1)
@@ -43,7 +47,7 @@ def ctx():
     return stages.Context.from_settings()
 
 
-@task(name="select nodes")
+@task(name="select nodes", **PLAIN)
 def select(site: str | None, rack: str | None, tag: str | None, nodes: list[str] | None,
            status: str | None = None) -> list:
     selected = stages.select(ctx(), site=site, rack=rack, tag=tag, names=nodes, status=status)
@@ -53,19 +57,19 @@ def select(site: str | None, rack: str | None, tag: str | None, nodes: list[str]
 
 @task(name="discover", task_run_name="discover {node}", **RETRY)
 def discover(node: str) -> Outcome:
-    with concurrency(BMC_LIMIT, occupy=1):
+    with slot(BMC_LIMIT):
         return stages.discover(ctx(), node)
 
 
 @task(name="bios", task_run_name="bios {node}", **RETRY)
 def bios(node: str) -> Outcome:
-    with concurrency(BMC_LIMIT, occupy=1):
+    with slot(BMC_LIMIT):
         return stages.apply_bios(ctx(), node)
 
 
 @task(name="install os", task_run_name="install os {node}", **RETRY)
 def install(node: str) -> Outcome:
-    with concurrency([INSTALL_LIMIT, BMC_LIMIT], occupy=1):
+    with slot([INSTALL_LIMIT, BMC_LIMIT]):
         return stages.install_os(ctx(), node)
 
 
@@ -76,11 +80,11 @@ def configure(node: str) -> Outcome:
 
 @task(name="burn in", task_run_name="burn in {node}", **RETRY)
 def burn_in(node: str, rack: str, profile: str) -> Outcome:
-    with concurrency(burnin_limit(rack), occupy=1):
+    with slot(burnin_limit(rack)):
         return stages.burn_in(ctx(), node, profile=profile)
 
 
-@task(name="judge", task_run_name="judge {node}")
+@task(name="judge", task_run_name="judge {node}", **PLAIN)
 def judge(node: str) -> Outcome:
     return stages.judge(ctx(), node)
 
@@ -100,6 +104,6 @@ def drain(node: str) -> Outcome:
     return stages.cordon_and_drain(ctx(), node)
 
 
-@task(name="report", task_run_name="report {node}")
+@task(name="report", task_run_name="report {node}", **PLAIN)
 def report(node: str) -> NodeReport:
     return stages.report(ctx(), node)

@@ -96,6 +96,12 @@ class Postgres:
     def start(self) -> None:
         self.ensure_cluster()
         if procs.port_open(HOST, PG_PORT):
+            if not (self.data / "postmaster.pid").exists():
+                # another lab home's server (or a foreign one) holds the port: our
+                # password would be refused, so say so instead of failing later
+                raise LabError(f"port {PG_PORT} is taken by a PostgreSQL that is not this lab's ({self.data})",
+                               hint="stop the other lab (`BRINGUP_LAB_HOME=... bringup lab down`) or the process "
+                                    f"listening on {HOST}:{PG_PORT}")
             return
         log = self.paths.logs / "postgres.log"
         procs.start("postgres", [str(_bindir() / "postgres"), "-D", str(self.data)],

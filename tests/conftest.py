@@ -33,12 +33,20 @@ def lab_paths():
 
 @pytest.fixture(scope="session")
 def postgres(lab_paths):
+    """The lab's PostgreSQL and Redis; stopped at the end if this session started them."""
+    from lab import procs
+    from lab.paths import HOST, PG_PORT, REDIS_PORT
     from lab.postgres import Postgres
     from lab.redis import Redis
-    pg = Postgres(lab_paths)
+    pg, redis = Postgres(lab_paths), Redis(lab_paths)
+    was_up = procs.port_open(HOST, PG_PORT), procs.port_open(HOST, REDIS_PORT)
     pg.start()
-    Redis(lab_paths).start()
-    return pg
+    redis.start()
+    yield pg
+    if not was_up[1]:
+        redis.stop()
+    if not was_up[0]:
+        pg.stop()
 
 
 @pytest.fixture(scope="session")
