@@ -63,3 +63,20 @@ class NodeReport(BaseModel):
     figures: dict[str, Any] = Field(default_factory=dict)
     labels: dict[str, str] = Field(default_factory=dict)
     netbox_url: str = ""
+
+
+def interleave_by(items: list, key) -> list:
+    """Round-robin over groups (racks): the first item of every group, then the second...
+
+    Nodes queue for OS installs in this order. Taking a whole rack first would leave the
+    last racks' burn-in slots (a per-rack limit) idle until late, and make the run longer
+    than the install and burn-in limits require.
+    """
+    groups: dict = {}
+    for item in items:
+        groups.setdefault(key(item), []).append(item)
+    out = []
+    queues = list(groups.values())
+    for i in range(max((len(q) for q in queues), default=0)):
+        out.extend(q[i] for q in queues if i < len(q))
+    return out

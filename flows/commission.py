@@ -10,7 +10,7 @@ from __future__ import annotations
 from prefect import flow, get_run_logger, task
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from bringup.lifecycle import NodeReport, Outcome, remaining
+from bringup.lifecycle import NodeReport, Outcome, interleave_by, remaining
 
 from . import tasks
 from .tasks import PLAIN
@@ -64,8 +64,10 @@ def commission_node(node: str, rack: str, stage: str, burnin_profile: str, force
 
 def fan_out(selected, *, burnin_profile: str = "quick", force: bool = False, until: str = "admitted",
             prefix: str = "commission") -> list[dict]:
-    """Walk each selected node through its remaining stages side by side, then publish."""
-    futures = [commission_node.submit(s.name, s.rack, s.stage, burnin_profile, force, until=until) for s in selected]
+    """Walk each selected node through its remaining stages side by side, then publish.
+    Nodes start rack by rack in turn, so every rack's burn-in slots fill early."""
+    futures = [commission_node.submit(s.name, s.rack, s.stage, burnin_profile, force, until=until)
+               for s in interleave_by(list(selected), key=lambda s: s.rack)]
     results = [f.result() for f in futures]
     reports = [r for r, _ in results]
     publish(reports, {r.node: o for r, o in results}, prefix=prefix)

@@ -31,3 +31,11 @@ def test_until_stops_early():
 def test_unknown_stage_is_an_error():
     with pytest.raises(ValueError):
         remaining("halfway")
+
+
+def test_interleave_by_rack_round_robins_and_keeps_everything():
+    from bringup.lifecycle import interleave_by
+    items = [("r1", 1), ("r1", 2), ("r1", 3), ("r2", 1), ("r3", 1), ("r3", 2)]
+    out = interleave_by(items, key=lambda x: x[0])
+    assert out == [("r1", 1), ("r2", 1), ("r3", 1), ("r1", 2), ("r3", 2), ("r1", 3)]
+    assert interleave_by([], key=lambda x: x) == []
