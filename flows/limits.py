@@ -61,7 +61,8 @@ def ensure_rack_limits(racks: list[str]) -> list[str]:
 
 
 #: a lease outlives a crashed holder by at most this long, then its slot frees itself
-LEASE_SECONDS = 300.0
+#: (60 s is the server's minimum; holders renew it every third of that)
+LEASE_SECONDS = 60.0
 #: longest pause between two tries of a waiting task (the server may ask for longer)
 MAX_POLL_SECONDS = 2.0
 
