@@ -298,18 +298,15 @@ class NetBox:
         filters: dict[str, Any] = {"role": DEVICE_ROLE}
         if site:
             filters["site"] = site
-        if rack:
-            filters["rack_name"] = rack  # NetBox 4.x filters racks by name with rack_name? fall back below
         if tag:
             filters["tag"] = tag
         if names:
             filters["name"] = names
         if status:
             filters["status"] = status
-        rack_filter = filters.pop("rack_name", None)
         devices = list(self.api.dcim.devices.filter(**filters))
-        if rack_filter:
-            devices = [d for d in devices if d.rack and d.rack.name == rack_filter]
+        if rack:  # rack names are unique per site only, so match the name on our side
+            devices = [d for d in devices if d.rack and d.rack.name == rack]
         if names:
             missing = sorted(set(names) - {d.name for d in devices})
             if missing:

@@ -20,7 +20,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from .errors import BringupError, ConfigError, NotFoundError
 from .lifecycle import NodeReport, Outcome
@@ -61,23 +60,12 @@ class Context:
 
     # --- BMC ------------------------------------------------------------------------
     @cached_property
-    def _bmc_credentials(self) -> dict[str, Any]:
-        path = self.settings.bmc_credentials_file
-        if not path:
+    def credentials(self):
+        """``credentials_for(address)`` from the settings' BMC credentials file."""
+        from .redfish import load_credentials
+        if not self.settings.bmc_credentials_file:
             raise ConfigError("settings have no bmc_credentials_file")
-        try:
-            data = yaml.safe_load(Path(path).read_text()) or {}
-        except OSError as exc:
-            raise ConfigError(f"cannot read BMC credentials {path}: {exc.strerror}") from None
-        return data
-
-    def credentials(self, address: str):
-        from .redfish import Credentials
-        entry = self._bmc_credentials.get(address) or self._bmc_credentials.get("default")
-        if not entry:
-            raise ConfigError(f"no BMC credentials for {address} and no default",
-                              hint=f"add them to {self.settings.bmc_credentials_file}")
-        return Credentials(username=entry["username"], password=entry["password"])
+        return load_credentials(self.settings.bmc_credentials_file)
 
     def bmc(self, address: str, timeout: float = 10.0):
         from .redfish import connect as redfish_connect
@@ -160,9 +148,13 @@ def _dump(obj: Any) -> Any:
 
 
 # --- selection ---------------------------------------------------------------------------------
+def _default_site(ctx: Context, site, rack, tag, names):
+    """With no selection at all, the settings' site is meant."""
+    return site or (None if (rack or tag or names) else ctx.settings.site or None)
+
+
 def select(ctx: Context, *, site=None, rack=None, tag=None, names=None, status=None) -> list[Selected]:
-    if not any((site, rack, tag, names)):
-        site = ctx.settings.site or None
+    site = _default_site(ctx, site, rack, tag, names)
     if not any((site, rack, tag, names)):
         raise ConfigError("select nodes by site, rack, tag or names", hint="e.g. site=lab-east")
     return [Selected(r.name, r.rack, r.stage, str(r.custom_fields.get("burnin_last") or ""))
@@ -175,8 +167,7 @@ def due_for_reburnin(ctx: Context, *, site=None, rack=None, tag=None, names=None
     re-burn-in tag. Quarantined nodes are not picked: they wait for an operator."""
     now = now or datetime.now(UTC)
     out = []
-    for rec in ctx.netbox.nodes(site=site or (None if (rack or tag or names) else ctx.settings.site or None),
-                                rack=rack, tag=tag, names=names):
+    for rec in ctx.netbox.nodes(site=_default_site(ctx, site, rack, tag, names), rack=rack, tag=tag, names=names):
         if rec.stage != "admitted":
             continue
         last = rec.custom_fields.get("burnin_last")

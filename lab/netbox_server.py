@@ -144,9 +144,13 @@ class NetBox:
             pg_port=PG_PORT, redis_port=REDIS_PORT))
         (self.root / "bringup_wsgi.py").write_text(WSGI)
 
-    def env(self, db: str = LIVE_DB, redis_db: int = 0) -> dict[str, str]:
-        return {**os.environ, "NETBOX_ROOT": str(self.root), "BRINGUP_NETBOX_DB": db,
+    def overrides(self, db: str = LIVE_DB, redis_db: int = 0) -> dict[str, str]:
+        """What a NetBox process needs on top of the caller's environment."""
+        return {"NETBOX_ROOT": str(self.root), "BRINGUP_NETBOX_DB": db,
                 "BRINGUP_NETBOX_REDIS_DB": str(redis_db), "PYTHONPATH": str(self.root)}
+
+    def env(self, db: str = LIVE_DB, redis_db: int = 0) -> dict[str, str]:
+        return {**os.environ, **self.overrides(db, redis_db)}
 
     def manage(self, *args: str, db: str = LIVE_DB, input_: str | None = None) -> str:
         r = subprocess.run([str(self.exe), *args], env=self.env(db), capture_output=True, text=True,
@@ -198,7 +202,7 @@ class NetBox:
                            "--max-requests", "5000", "--max-requests-jitter", "500",
                            "--chdir", str(self.root), "bringup_wsgi:application"],
                     run_dir=self.paths.run, log_dir=self.paths.logs,
-                    env={k: v for k, v in self.env(db, redis_db).items() if k not in os.environ or k.startswith(("NETBOX", "BRINGUP", "PYTHONPATH"))})
+                    env=self.overrides(db, redis_db))
         procs.wait_until(lambda: self.ready(port), timeout=90, what=f"NetBox ({name})",
                          log=self.paths.logs / f"{name}.log",
                          alive=lambda: procs.pid_of(self.paths.run, name) is not None)
