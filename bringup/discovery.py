@@ -91,9 +91,10 @@ def discover_one(node: ExpectedNode, credentials_for: Callable[[str], Credential
     try:
         creds = credentials_for(node.bmc_address)
         with connect(node.bmc_address, creds, port=node.bmc_port or port, ca_bundle=ca_bundle,
-                     insecure=insecure, timeout=timeout, retries=retries, quirks=quirks) as bmc:
+                     insecure=insecure, timeout=timeout, retries=retries, quirks=quirks,
+                     for_inventory=True) as bmc:
             result.inventory = bmc.inventory()
-            result.requests = bmc.request_count
+        result.requests = bmc.request_count   # after the logout, which is a request too
         result.findings = verify(node, result.inventory)
     except Exception as exc:  # one BMC's failure is that node's finding, never the fleet's crash
         kind = _classify(exc)

@@ -18,8 +18,11 @@ sessions and Basic auth. This module adds what a fleet needs on top:
 from __future__ import annotations
 
 import logging
+import os
 import random
 import re
+import ssl
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Self
@@ -35,6 +38,7 @@ from redfish.rest.v1 import (
     SessionCreationError,
 )
 from requests.adapters import HTTPAdapter
+from urllib3.util.ssl_ import create_urllib3_context
 
 from bringup.errors import (
     ConfigError,
@@ -89,12 +93,52 @@ class Credentials:
     password: str = field(repr=False)
 
 
-class _CountingAdapter(HTTPAdapter):
-    """Counts every HTTP request the session sends (the library's and ours)."""
+_contexts: dict[tuple[str, float], ssl.SSLContext] = {}
+_contexts_lock = threading.Lock()
 
-    def __init__(self) -> None:
+
+def _verifying_context(cafile: str) -> ssl.SSLContext:
+    """One verifying TLS context per CA bundle (and its mtime), shared by every BMC session.
+
+    requests would otherwise build a context and parse the bundle again for each BMC's
+    connection pool: about half a millisecond of CPU per BMC, which is most of what a
+    discovery of a large fleet spends outside the HTTP exchanges themselves.
+    """
+    key = (cafile, os.stat(cafile).st_mtime)
+    with _contexts_lock:
+        ctx = _contexts.get(key)
+        if ctx is None:
+            ctx = create_urllib3_context(cert_reqs=ssl.CERT_REQUIRED)
+            ctx.load_verify_locations(cafile=cafile)
+            _contexts[key] = ctx
+        return ctx
+
+
+class _CountingAdapter(HTTPAdapter):
+    """Counts every HTTP request the session sends (the library's and ours).
+
+    With ``ssl_context`` the pools use that (already loaded) context instead of a CA path,
+    the way requests documents for custom contexts.
+    """
+
+    def __init__(self, ssl_context: ssl.SSLContext | None = None) -> None:
+        self._ssl_context = ssl_context
         super().__init__(pool_connections=1, pool_maxsize=2, max_retries=0)
         self.count = 0
+
+    def build_connection_pool_key_attributes(self, request, verify, cert=None):  # type: ignore[override]
+        host_params, pool_kwargs = super().build_connection_pool_key_attributes(request, verify, cert)
+        if self._ssl_context is not None and verify:
+            pool_kwargs.pop("ca_certs", None)
+            pool_kwargs.pop("ca_cert_dir", None)
+            pool_kwargs["ssl_context"] = self._ssl_context
+        return host_params, pool_kwargs
+
+    def cert_verify(self, conn, url, verify, cert):  # type: ignore[override]
+        if self._ssl_context is not None and verify:
+            conn.cert_reqs = "CERT_REQUIRED"   # the context holds the CAs: nothing to load per pool
+            return
+        super().cert_verify(conn, url, verify, cert)
 
     def send(self, request, **kwargs):  # type: ignore[override]
         self.count += 1
@@ -110,7 +154,8 @@ class _Reply:
 
 def _is_expanded(ref: dict[str, Any]) -> bool:
     """A reference that came back with its resource inlined (more than ``@odata.*`` keys)."""
-    return any(not k.startswith("@odata.") for k in ref)
+    # every resource and collection has a Name: the common case without scanning the keys
+    return "Name" in ref or any(not k.startswith("@odata.") for k in ref)
 
 
 def _message(doc: Any) -> str:
@@ -130,8 +175,11 @@ class Bmc:
 
     def __init__(self, address: str, creds: Credentials, *, port: int = 443, ca_bundle: str | None = None,
                  insecure: bool = False, timeout: float = 10.0, retries: int = 3,
-                 quirks: dict[str, Any] | None = None) -> None:
+                 quirks: dict[str, Any] | None = None, system_levels: int = 1) -> None:
         self.address = address
+        # how deep login reads the system: 3 inlines processors, memory, NICs and the BIOS
+        # (where the BMC's $expand allows), so a following inventory() needs no more requests
+        self.system_levels = max(1, system_levels)
         self.base_url = address.rstrip("/") if "://" in address else f"https://{address}:{port}"
         self.timeout = timeout
         self.retries = max(0, retries)
@@ -141,7 +189,7 @@ class Bmc:
             cafile = None          # the library then passes verify=False to requests
         else:
             cafile = str(ca_bundle) if ca_bundle else certifi.where()
-        self._adapter = _CountingAdapter()
+        self._adapter = _CountingAdapter(_verifying_context(cafile) if cafile else None)
         self._client = redfish_client(base_url=self.base_url, username=creds.username, password=creds.password,
                                       cafile=cafile, timeout=timeout, max_retry=0, check_connectivity=False,
                                       https_adapter=self._adapter)
@@ -153,7 +201,7 @@ class Bmc:
         self._logged_in = False
         self.root: ServiceRootDoc | None = None
         self.system_uri = ""
-        self._fresh_system: SystemDoc | None = None
+        self._fresh_system: dict[str, Any] | None = None
 
     # --- plumbing -----------------------------------------------------------------------
     @property
@@ -286,13 +334,13 @@ class Bmc:
             except JsonDecodingError:
                 raise ParseError("the service root is not valid JSON", path="$",
                                  source=f"{self._name()} {ROOT}") from None
-        systems = self._members(self.root.Systems.odata_id)
+        systems = self._members(self.root.Systems.odata_id, levels=self.system_levels)
         if not systems:
             raise RedfishError(f"{self._name()} lists no ComputerSystem", hint="check the BMC is fully booted")
         uri, doc = systems[0]
         system = parse(SystemDoc, doc, uri)
         self.system_uri = uri
-        self._fresh_system = system   # read a moment ago: the first inventory() reuses it
+        self._fresh_system = doc   # read a moment ago: the first inventory() reuses it
         self.quirks = quirks_for(system.Manufacturer, system.Model, self._quirk_overrides)
         return self
 
@@ -335,21 +383,27 @@ class Bmc:
         self.close()
 
     # --- collections --------------------------------------------------------------------
+    def _expand_features(self) -> dict[str, Any]:
+        if not self.quirks.expand or self.root is None:
+            return {}
+        return (self.root.ProtocolFeaturesSupported or {}).get("ExpandQuery") or {}
+
+    def _max_expand_levels(self) -> int:
+        """The deepest ``$expand`` the service serves: 0 without expand, 1 without ``$levels``."""
+        feats = self._expand_features()
+        if not (feats.get("NoLinks") or feats.get("ExpandAll")):
+            return 0
+        return max(1, int(feats.get("MaxLevels") or 1)) if feats.get("Levels") else 1
+
     def _expand_args(self, levels: int = 1) -> dict[str, Any] | None:
-        """``$expand`` query for ``levels`` of subordinate resources, if the service supports it."""
-        if not self.quirks.expand or self.root is None or levels < 1:
+        """``$expand`` query for ``levels`` of subordinate resources (capped), if the service supports it."""
+        cap = self._max_expand_levels()
+        if not cap or levels < 1:
             return None
-        feats = (self.root.ProtocolFeaturesSupported or {}).get("ExpandQuery") or {}
-        if feats.get("Levels"):
-            levels = max(1, min(levels, int(feats.get("MaxLevels") or 1)))
-            suffix = f"($levels={levels})"
-        else:
-            suffix = ""
-        if feats.get("NoLinks"):
-            return {"$expand": "." + suffix}
-        if feats.get("ExpandAll"):
-            return {"$expand": "*" + suffix}
-        return None
+        feats = self._expand_features()
+        # "." leaves Links alone (smaller answers); "*" is the fallback where "." is not served
+        op = "." if feats.get("NoLinks") else "*"
+        return {"$expand": op + (f"($levels={min(levels, cap)})" if feats.get("Levels") else "")}
 
     def _members(self, uri: str, levels: int = 1, doc: dict[str, Any] | None = None
                  ) -> list[tuple[str, dict[str, Any]]]:
@@ -396,12 +450,13 @@ class Bmc:
         return self._get_as(SystemDoc, self.system_uri)
 
     def inventory(self) -> Inventory:
-        sysdoc, self._fresh_system = self._fresh_system or self.system(), None
+        raw, self._fresh_system = self._fresh_system or self.get(self.system_uri), None
+        sysdoc = parse(SystemDoc, raw, self.system_uri)
         inv = Inventory(address=self.address, system=SystemInfo(
             id=sysdoc.Id, manufacturer=sysdoc.Manufacturer, model=sysdoc.Model, serial=sysdoc.SerialNumber,
             sku=sysdoc.SKU, uuid=sysdoc.UUID, bios_version=sysdoc.BiosVersion, power_state=sysdoc.PowerState))
         if sysdoc.Processors:
-            for uri, doc in self._members_or_none(sysdoc.Processors.odata_id, inv):
+            for uri, doc in self._members_or_none(raw["Processors"], inv):
                 if (doc.get("Status") or {}).get("State") == "Absent":
                     continue
                 p = parse(ProcessorDoc, doc, uri)
@@ -416,20 +471,23 @@ class Bmc:
                 elif (p.ProcessorType or "CPU").upper() == "CPU":
                     inv.cpus.append(Cpu(id=p.Id, model=p.Model, cores=p.TotalCores))
         if sysdoc.Memory:
-            for uri, doc in self._members_or_none(sysdoc.Memory.odata_id, inv):
+            for uri, doc in self._members_or_none(raw["Memory"], inv):
                 if (doc.get("Status") or {}).get("State") == "Absent":
                     continue
                 m = parse(MemoryDoc, doc, uri)
                 inv.memory.append(Dimm(id=m.Id, capacity_mib=m.CapacityMiB, ecc=m.ErrorCorrection))
         if sysdoc.EthernetInterfaces:
-            self._add_interfaces(inv, sysdoc.EthernetInterfaces.odata_id, "system")
+            self._add_interfaces(inv, raw["EthernetInterfaces"], "system")
         if self.root and self.root.Managers:
             for uri, doc in self._members_or_none(self.root.Managers.odata_id, inv, levels=3):
                 mgr = parse(ManagerDoc, doc, uri)
                 if mgr.EthernetInterfaces:
                     self._add_interfaces(inv, doc["EthernetInterfaces"], "manager")
         if self.root and self.root.Chassis:
-            for uri, doc in self._members_or_none(self.root.Chassis.odata_id, inv):
+            # chassis -> NetworkAdapters -> adapter -> Ports -> port is five levels: in one request
+            # where the BMC expands that deep, else the adapters are read per chassis below
+            deep = self._max_expand_levels() >= 5
+            for uri, doc in self._members_or_none(self.root.Chassis.odata_id, inv, levels=5 if deep else 1):
                 chassis = parse(ChassisDoc, doc, uri)
                 if chassis.NetworkAdapters:
                     self._add_adapter_ports(inv, doc["NetworkAdapters"])
@@ -447,10 +505,12 @@ class Bmc:
                     s = parse(SoftwareDoc, doc, uri)
                     inv.firmware.append((s.Name or s.Id, s.Version or ""))
         if sysdoc.Bios:
+            bios_uri = sysdoc.Bios.odata_id
             try:
-                inv.bios = self._get_as(BiosDoc, sysdoc.Bios.odata_id).Attributes
+                bios_doc = raw["Bios"] if _is_expanded(raw["Bios"]) else self.get(bios_uri)
+                inv.bios = parse(BiosDoc, bios_doc, bios_uri).Attributes
             except RedfishNotFoundError:
-                inv.unavailable.append(sysdoc.Bios.odata_id)
+                inv.unavailable.append(bios_uri)
         return inv
 
     def _add_interfaces(self, inv: Inventory, coll: str | dict[str, Any], owner: str) -> None:
@@ -659,13 +719,15 @@ class Bmc:
 
 def connect(address: str, creds: Credentials, port: int = 443, ca_bundle: str | None = None,
             insecure: bool = False, timeout: float = 10.0, retries: int = 3,
-            quirks: dict[str, Any] | None = None) -> Bmc:
+            quirks: dict[str, Any] | None = None, for_inventory: bool = False) -> Bmc:
     """Log in to the BMC at ``address`` (or a full ``https://host:port`` URL) and return it.
 
     Use as a context manager so the session is logged out: ``with connect(...) as bmc:``.
+    ``for_inventory`` reads the whole system subtree at login (one ``$expand`` request
+    instead of five), for callers that go on to call ``inventory()``.
     """
     bmc = Bmc(address, creds, port=port, ca_bundle=ca_bundle, insecure=insecure, timeout=timeout,
-              retries=retries, quirks=quirks)
+              retries=retries, quirks=quirks, system_levels=3 if for_inventory else 1)
     try:
         return bmc.login()
     except BaseException:

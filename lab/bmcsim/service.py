@@ -38,7 +38,8 @@ SCHEMA_VERSIONS = [
 ]
 
 
-MAX_EXPAND_LEVELS = 3
+#: deepest $expand served; 6 is what OpenBMC's bmcweb advertises (the most ServiceRoot allows)
+MAX_EXPAND_LEVELS = 6
 EXPAND_RE = re.compile(r"^[.*~](?:\(\$levels=(\d+)\))?$")
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import socket
+import ssl
+import threading
 import time
 
 import pytest
@@ -101,6 +104,35 @@ def test_tls_is_verified_by_default(bmcsim):
         assert bmc.system().Id == "1"
 
 
+@pytest.mark.parametrize("cert_for,ok", [("127.0.0.1", True), ("127.0.0.2", False)])
+def test_tls_checks_the_bmc_address_against_its_certificate(bmcsim, cert_for, ok):
+    """A certificate from the right CA but for another address is refused (the shared TLS context
+    must keep hostname checking on); the same server with the right certificate gets past TLS."""
+    from lab.bmcsim import pki
+
+    cert, key = pki.ensure_bmc_cert(bmcsim.home / "pki", cert_for)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+
+        def serve() -> None:   # one TLS handshake, then a 404 to whatever is asked
+            conn, _ = listener.accept()
+            try:
+                with ctx.wrap_socket(conn, server_side=True) as tls:
+                    tls.recv(4096)
+                    tls.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+            except (ssl.SSLError, OSError):
+                pass
+
+        t = threading.Thread(target=serve, daemon=True)
+        t.start()
+        with pytest.raises(RedfishError) as err:
+            connect(f"https://127.0.0.1:{port}", bmcsim.creds, ca_bundle=bmcsim.ca, retries=0, timeout=5)
+        t.join(5)
+    assert ("TLS verification failed" in str(err.value)) is not ok, str(err.value)
+
+
 def test_expand_saves_requests(bmcsim):
     addr = bmcsim.node("ok-1").bmc_address
     counts = {}
@@ -110,6 +142,28 @@ def test_expand_saves_requests(bmcsim):
             counts[expand] = bmc.request_count
         assert len(inv.gpus) == 8
     assert counts[True] * 2 < counts[False]
+
+
+def _inventory(bmcsim, max_levels=None, **kw):
+    with connect(bmcsim.node("ok-1").bmc_address, bmcsim.creds, port=8443, ca_bundle=bmcsim.ca, **kw) as bmc:
+        if max_levels is not None:   # as a BMC that expands less deep would advertise it
+            bmc.root.ProtocolFeaturesSupported["ExpandQuery"]["MaxLevels"] = max_levels
+        inv = bmc.inventory()
+    return inv.model_dump(), bmc.request_count
+
+
+def test_inventory_prefetch_and_deep_expand_read_the_same_hardware(bmcsim):
+    """Prefetching the system subtree at login and expanding chassis five levels deep change the
+    request count, never what is read; a BMC with a shallower $expand gets the per-chassis path."""
+    plain, n_plain = _inventory(bmcsim, quirks={"expand": False})
+    shallow, n_shallow = _inventory(bmcsim, max_levels=3)
+    deep, n_deep = _inventory(bmcsim)
+    prefetched, n_prefetched = _inventory(bmcsim, for_inventory=True)
+    assert plain == shallow == deep == prefetched
+    assert len(plain["gpus"]) == 8 and len(plain["nics"]) == 10 and plain["bios"] and plain["firmware"]
+    # root, login, Systems, Managers, Chassis, UpdateService, logout
+    assert n_prefetched == 7
+    assert n_prefetched < n_deep < n_shallow < n_plain
 
 
 def test_apply_bios_reboots_and_reads_back(bmcsim):
