@@ -20,7 +20,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-
 from .errors import BringupError, ConfigError, NotFoundError
 from .lifecycle import NodeReport, Outcome
 from .netbox_adapter import NetBox, NodeRecord, connect, evidence_block, now_iso

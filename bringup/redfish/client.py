@@ -201,7 +201,8 @@ class Bmc:
         self._logged_in = False
         self.root: ServiceRootDoc | None = None
         self.system_uri = ""
-        self._fresh_system: dict[str, Any] | None = None
+        #: the system as login read it (raw, parsed): the first inventory() reuses both
+        self._fresh_system: tuple[dict[str, Any], SystemDoc] | None = None
 
     # --- plumbing -----------------------------------------------------------------------
     @property
@@ -340,7 +341,7 @@ class Bmc:
         uri, doc = systems[0]
         system = parse(SystemDoc, doc, uri)
         self.system_uri = uri
-        self._fresh_system = doc   # read a moment ago: the first inventory() reuses it
+        self._fresh_system = (doc, system)
         self.quirks = quirks_for(system.Manufacturer, system.Model, self._quirk_overrides)
         return self
 
@@ -450,8 +451,11 @@ class Bmc:
         return self._get_as(SystemDoc, self.system_uri)
 
     def inventory(self) -> Inventory:
-        raw, self._fresh_system = self._fresh_system or self.get(self.system_uri), None
-        sysdoc = parse(SystemDoc, raw, self.system_uri)
+        fresh, self._fresh_system = self._fresh_system, None
+        if fresh is None:
+            raw = self.get(self.system_uri)
+            fresh = (raw, parse(SystemDoc, raw, self.system_uri))
+        raw, sysdoc = fresh
         inv = Inventory(address=self.address, system=SystemInfo(
             id=sysdoc.Id, manufacturer=sysdoc.Manufacturer, model=sysdoc.Model, serial=sysdoc.SerialNumber,
             sku=sysdoc.SKU, uuid=sysdoc.UUID, bios_version=sysdoc.BiosVersion, power_state=sysdoc.PowerState))
