@@ -63,7 +63,40 @@ def child(n: int, rack_size: int) -> None:
     wall = time.monotonic() - t
     admitted = sum(1 for r in rows if r["verdict"] == "admitted")
     rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if os.environ.get("BRINGUP_BENCH_TRACE"):
+        from bench import simstages
+        Path(os.environ["BRINGUP_BENCH_TRACE"]).write_text(
+            json.dumps({"t0": t, "t1": t + wall, "spans": simstages.TRACE}))
     print(json.dumps({"wall": wall, "admitted": admitted, "rss_mib": rss_mib}))
+
+
+def where_time_went(trace: dict, durations: dict[str, float], limits: dict[str, int]) -> list[tuple[str, float, float]]:
+    """(what, measured s, ideal s) for the parts of the run the install limit decides: the
+    bound is the time to the first install, the install waves, and the tail after them."""
+    t0, t1 = trace["t0"], trace["t1"]
+    spans = [(n, st, a - t0, b - t0) for n, st, a, b in trace["spans"]]
+    installs = sorted((a, b) for _n, st, a, b in spans if st == "install")
+    if not installs:
+        return []
+    first, last_end = installs[0][0], max(b for _a, b in installs)
+    slots = limits["os-installs"]
+    busy = sum(b - a for a, b in installs)
+    handoffs = max(1, len(installs) - min(slots, len(installs)))
+    idle = slots * (last_end - first) - busy
+    by_node: dict[str, dict[str, tuple[float, float]]] = {}
+    for n, st, a, b in spans:
+        by_node.setdefault(n, {})[st] = (a, b)
+    waits = [v["burnin"][0] - v["configure"][1] for v in by_node.values() if "burnin" in v and "configure" in v]
+    before = sum(durations[s] for s in ORDER[:ORDER.index("install")])
+    after = sum(durations[s] for s in ORDER[ORDER.index("install") + 1:])
+    return [
+        ("flow start to first install", first, before),
+        ("install waves (first start to last end)", last_end - first,
+         math.ceil(len(installs) / slots) * durations["install"]),
+        ("  idle install slot-seconds per hand-off", idle / handoffs, 0.0),
+        ("last install end to flow end", (t1 - t0) - last_end, after),
+        ("  mean wait configure end to burn-in start", sum(waits) / max(1, len(waits)), 0.0),
+    ]
 
 
 def main() -> None:
@@ -74,6 +107,8 @@ def main() -> None:
                     help="multiply every stage duration (real installs take minutes, burn-ins hours)")
     ap.add_argument("--prefect-db", choices=("postgres", "sqlite"), default="postgres",
                     help="Prefect server database: the lab's PostgreSQL (default) or SQLite")
+    ap.add_argument("--trace", action="store_true",
+                    help="also print where the time went (first install, install waves, tail)")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -98,10 +133,12 @@ def main() -> None:
     server = PrefectServer(paths, name="prefect-bench", home=home, port=54209)
     server.start()
     durations = {k: v * args.scale for k, v in DURATIONS.items()}
-    results = []
+    results, traces = [], {}
     try:
         for n in [int(x) for x in args.nodes.split(",")]:
+            trace_file = home / f"trace-{n}.json"
             env = {**os.environ, **server.env(), "BRINGUP_STAGES": "bench.simstages",
+                   **({"BRINGUP_BENCH_TRACE": str(trace_file)} if args.trace else {}),
                    "BRINGUP_BENCH": json.dumps({"nodes": n, "rack_size": args.rack_size, "durations": durations}),
                    "PREFECT_LOGGING_LEVEL": "WARNING"}
             r = subprocess.run([sys.executable, __file__, "--child", str(n), "--rack-size", str(args.rack_size)],
@@ -112,6 +149,8 @@ def main() -> None:
             out = json.loads(r.stdout.strip().splitlines()[-1])
             lb = lower_bound(n, args.rack_size, durations, LIMITS)
             results.append((n, out["wall"], lb, out["wall"] / lb, out["rss_mib"], out["admitted"]))
+            if args.trace:
+                traces[n] = json.loads(trace_file.read_text())
     finally:
         server.stop()
     print(f"stage seconds: {durations}; limits: {LIMITS}; rack size {args.rack_size}; "
@@ -119,6 +158,11 @@ def main() -> None:
     print(f"{'nodes':>6} {'wall s':>8} {'bound s':>8} {'ratio':>6} {'peak RSS MiB':>13} {'admitted':>9}")
     for n, wall, lb, ratio, rss, adm in results:
         print(f"{n:>6} {wall:>8.1f} {lb:>8.1f} {ratio:>6.3f} {rss:>13.0f} {adm:>9}")
+    for n, trace in traces.items():
+        print(f"\nwhere the time went, {n} nodes:")
+        print(f"{'':48} {'measured s':>11} {'ideal s':>8}")
+        for what, got, ideal in where_time_went(trace, durations, LIMITS):
+            print(f"{what:48} {got:>11.2f} {ideal:>8.2f}")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ RACK_SIZE = int(CONFIG.get("rack_size", 16))
 DURATIONS: dict[str, float] = CONFIG.get("durations", {})
 _stage: dict[str, str] = {}
 _lock = threading.Lock()
+#: (node, stage, start, end) in time.monotonic() seconds, for bench/commission.py --trace
+TRACE: list[tuple[str, str, float, float]] = []
 
 
 class Context:
@@ -42,9 +44,11 @@ def select(ctx, *, site=None, rack=None, tag=None, names=None, status=None) -> l
 
 
 def _step(stage: str, node: str, record_as: str | None = None) -> Outcome:
+    start = time.monotonic()
     time.sleep(DURATIONS.get(stage, 0.0))
-    if record_as:
-        with _lock:
+    with _lock:
+        TRACE.append((node, stage, start, time.monotonic()))
+        if record_as:
             _stage[node] = record_as
     return Outcome(node=node, stage=stage, ok=True)
 

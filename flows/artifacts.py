@@ -1,4 +1,9 @@
-"""Publish a run's results as Prefect artifacts: a fleet table and per-node summaries."""
+"""Publish a run's results as Prefect artifacts: a fleet table and per-node summaries.
+
+A node's summary is published when that node finishes (inside its task), so the UI
+shows finished nodes while the rest still run, and a fleet of hundreds does not end
+with hundreds of artifact requests in a row; the fleet table comes last.
+"""
 
 from __future__ import annotations
 
@@ -15,13 +20,18 @@ def _key(text: str) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
 
 
-def publish(reports: list[NodeReport], outcomes: dict[str, list[Outcome]], plan: list[dict] | None = None,
-            prefix: str = "commission") -> None:
-    if plan is not None:
-        create_table_artifact(key=_key(f"{prefix}-plan"), table=plan, description="What a real run would do")
-        return
+def publish_plan(plan: list[dict], prefix: str = "commission") -> None:
+    """What a dry run would do, one row per node."""
+    create_table_artifact(key=_key(f"{prefix}-plan"), table=plan, description="What a real run would do")
+
+
+def publish_node(report: NodeReport, outcomes: list[Outcome], prefix: str = "commission") -> None:
+    """One node's markdown summary: verdict, reasons, and each stage's outcome."""
+    create_markdown_artifact(key=_key(f"{prefix}-node-{report.node}"), markdown=node_markdown(report, outcomes),
+                             description=f"{report.node}: {report.verdict}")
+
+
+def publish_fleet(reports: list[NodeReport], prefix: str = "commission") -> None:
+    """The fleet table: node, verdict, reasons, key figures, NetBox link."""
     create_table_artifact(key=_key(f"{prefix}-fleet"), table=fleet_rows(reports),
                           description=summary_text(reports).splitlines()[0] if reports else "no nodes")
-    for r in reports:
-        create_markdown_artifact(key=_key(f"{prefix}-node-{r.node}"), markdown=node_markdown(r, outcomes.get(r.node, [])),
-                                 description=f"{r.node}: {r.verdict}")

@@ -14,23 +14,27 @@ from bringup.lifecycle import NodeReport, Outcome, interleave_by, remaining
 
 from . import tasks
 from .tasks import PLAIN
-from .artifacts import publish
+from .artifacts import publish_fleet, publish_node, publish_plan
+from .limits import drain_releases
 
+#: each stage's steps for node ``n`` of ``rack``; ``q`` is the node's place in the run,
+#: which orders it in the queues for shared limits (see flows.limits.slot)
 STAGE_TASKS = {
-    "discovered": lambda n, rack, profile: [tasks.discover(n)],
-    "provisioned": lambda n, rack, profile: _chain(tasks.bios, tasks.install, tasks.configure, node=n),
-    "burned_in": lambda n, rack, profile: [tasks.burn_in(n, rack, profile)],
-    "judged": lambda n, rack, profile: [tasks.judge(n)],
-    "recorded": lambda n, rack, profile: [tasks.record(n)],
-    "admitted": lambda n, rack, profile: [tasks.admit(n)],
+    "discovered": lambda n, rack, profile, q: [tasks.discover(n, q)],
+    "provisioned": lambda n, rack, profile, q: _chain(
+        lambda: tasks.bios(n, q), lambda: tasks.install(n, q), lambda: tasks.configure(n)),
+    "burned_in": lambda n, rack, profile, q: [tasks.burn_in(n, rack, profile, q)],
+    "judged": lambda n, rack, profile, q: [tasks.judge(n)],
+    "recorded": lambda n, rack, profile, q: [tasks.record(n)],
+    "admitted": lambda n, rack, profile, q: [tasks.admit(n)],
 }
 
 
-def _chain(*fns, node: str) -> list[Outcome]:
+def _chain(*steps) -> list[Outcome]:
     """Run steps of one stage in order, stopping at the first that failed."""
     out = []
-    for fn in fns:
-        o = fn(node)
+    for step in steps:
+        o = step()
         out.append(o)
         if o.failed:
             break
@@ -39,7 +43,8 @@ def _chain(*fns, node: str) -> list[Outcome]:
 
 @task(name="commission node", task_run_name="commission {node}", **PLAIN)
 def commission_node(node: str, rack: str, stage: str, burnin_profile: str, force: bool,
-                    until: str = "admitted") -> tuple[NodeReport, list[Outcome]]:
+                    until: str = "admitted", prefix: str = "commission",
+                    order: int = 0) -> tuple[NodeReport, list[Outcome]]:
     log = get_run_logger()
     outcomes: list[Outcome] = []
     todo = remaining(stage, force=force, until=until)
@@ -47,7 +52,7 @@ def commission_node(node: str, rack: str, stage: str, burnin_profile: str, force
         log.info("%s is %s: nothing to do (force=True to redo)", node, stage)
     for st in todo:
         try:
-            step = STAGE_TASKS[st](node, rack, burnin_profile)
+            step = STAGE_TASKS[st](node, rack, burnin_profile, order)
         except Exception as exc:  # retries exhausted or a bug: the node stays where it was
             log.error("%s: stage %s did not finish: %s", node, st, exc)
             outcomes.append(Outcome(node=node, stage=st, ok=False, summary=f"error: {exc}",
@@ -59,18 +64,21 @@ def commission_node(node: str, rack: str, stage: str, burnin_profile: str, force
     report = tasks.report(node)
     if outcomes and outcomes[-1].failed and report.verdict not in ("quarantined",):
         report.reasons = report.reasons or outcomes[-1].reasons
+    publish_node(report, outcomes, prefix=prefix)
     return report, outcomes
 
 
 def fan_out(selected, *, burnin_profile: str = "quick", force: bool = False, until: str = "admitted",
             prefix: str = "commission") -> list[dict]:
     """Walk each selected node through its remaining stages side by side, then publish.
-    Nodes start rack by rack in turn, so every rack's burn-in slots fill early."""
-    futures = [commission_node.submit(s.name, s.rack, s.stage, burnin_profile, force, until=until)
-               for s in interleave_by(list(selected), key=lambda s: s.rack)]
-    results = [f.result() for f in futures]
-    reports = [r for r, _ in results]
-    publish(reports, {r.node: o for r, o in results}, prefix=prefix)
+    Nodes take turns rack by rack (in starting and in every queue for a shared limit),
+    so every rack's burn-in slots fill early and stay busy."""
+    futures = [commission_node.submit(s.name, s.rack, s.stage, burnin_profile, force, until=until, prefix=prefix,
+                                      order=i)
+               for i, s in enumerate(interleave_by(list(selected), key=lambda s: s.rack))]
+    reports = [f.result()[0] for f in futures]
+    publish_fleet(reports, prefix=prefix)
+    drain_releases()  # the run ends with every slot it took back on the server
     return [r.model_dump() for r in reports]
 
 
@@ -88,7 +96,7 @@ def commission(site: str | None = None, rack: str | None = None, tag: str | None
     if dry_run:
         rows = [{"node": s.name, "rack": s.rack, "stage": s.stage,
                  "would run": ", ".join(remaining(s.stage, force=force)) or "nothing"} for s in selected]
-        publish([], {}, plan=rows)
+        publish_plan(rows)
         return rows
     log.info("commissioning %d node(s)", len(selected))
     return fan_out(selected, burnin_profile=burnin_profile, force=force)

@@ -10,7 +10,8 @@ from bringup.lifecycle import NodeReport, Outcome
 
 from . import tasks
 from .tasks import PLAIN
-from .artifacts import publish
+from .artifacts import publish_fleet, publish_node, publish_plan
+from .limits import drain_releases
 
 
 @task(name="due for re-burn-in", **PLAIN)
@@ -38,7 +39,9 @@ def reburnin_node(node: str, rack: str, profile: str) -> tuple[NodeReport, list[
         outcomes.append(o)
         if o.failed:
             break
-    return tasks.report(node), outcomes
+    report = tasks.report(node)
+    publish_node(report, outcomes, prefix="reburnin")
+    return report, outcomes
 
 
 @flow(name="reburnin", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=32))
@@ -50,9 +53,10 @@ def reburnin(site: str | None = None, rack: str | None = None, tag: str | None =
     selected = due(site, rack, tag, nodes, max_age_days)
     if dry_run:
         rows = [{"node": s.name, "rack": s.rack, "last burn-in": s.last_burnin or "never"} for s in selected]
-        publish([], {}, plan=rows, prefix="reburnin")
+        publish_plan(rows, prefix="reburnin")
         return rows
     futures = [reburnin_node.submit(s.name, s.rack, burnin_profile) for s in selected]
-    results = [f.result() for f in futures]
-    publish([r for r, _ in results], {r.node: o for r, o in results}, prefix="reburnin")
-    return [r.model_dump() for r, _ in results]
+    reports = [f.result()[0] for f in futures]
+    publish_fleet(reports, prefix="reburnin")
+    drain_releases()
+    return [r.model_dump() for r in reports]

@@ -42,6 +42,13 @@ PLAIN = dict(cache_policy=NO_CACHE, persist_result=False)
 RETRY = dict(retries=3, retry_delay_seconds=[2, 10, 30], retry_condition_fn=transient_only, **PLAIN)
 
 
+#: who gets a free BMC session first when several wait in this process: a node further
+#: along (its install keeps the scarce install slot busy; its BIOS step feeds the
+#: install queue) before a node that has not been discovered yet. Within a stage, the
+#: ``order`` argument (the node's place in the run) decides.
+PRIORITY = {"install": 3, "bios": 2, "discover": 1}
+
+
 @lru_cache(maxsize=1)
 def ctx():
     return stages.Context.from_settings()
@@ -56,20 +63,20 @@ def select(site: str | None, rack: str | None, tag: str | None, nodes: list[str]
 
 
 @task(name="discover", task_run_name="discover {node}", **RETRY)
-def discover(node: str) -> Outcome:
-    with slot(BMC_LIMIT):
+def discover(node: str, order: int = 0) -> Outcome:
+    with slot(BMC_LIMIT, priority=PRIORITY["discover"], order=order):
         return stages.discover(ctx(), node)
 
 
 @task(name="bios", task_run_name="bios {node}", **RETRY)
-def bios(node: str) -> Outcome:
-    with slot(BMC_LIMIT):
+def bios(node: str, order: int = 0) -> Outcome:
+    with slot(BMC_LIMIT, priority=PRIORITY["bios"], order=order):
         return stages.apply_bios(ctx(), node)
 
 
 @task(name="install os", task_run_name="install os {node}", **RETRY)
-def install(node: str) -> Outcome:
-    with slot([INSTALL_LIMIT, BMC_LIMIT]):
+def install(node: str, order: int = 0) -> Outcome:
+    with slot([INSTALL_LIMIT, BMC_LIMIT], priority=PRIORITY["install"], order=order):
         return stages.install_os(ctx(), node)
 
 
@@ -79,8 +86,8 @@ def configure(node: str) -> Outcome:
 
 
 @task(name="burn in", task_run_name="burn in {node}", **RETRY)
-def burn_in(node: str, rack: str, profile: str) -> Outcome:
-    with slot(burnin_limit(rack)):
+def burn_in(node: str, rack: str, profile: str, order: int = 0) -> Outcome:
+    with slot(burnin_limit(rack), order=order):
         return stages.burn_in(ctx(), node, profile=profile)
 
 
@@ -104,6 +111,7 @@ def drain(node: str) -> Outcome:
     return stages.cordon_and_drain(ctx(), node)
 
 
-@task(name="report", task_run_name="report {node}", **PLAIN)
 def report(node: str) -> NodeReport:
+    """The node's verdict as NetBox now records it. Not a Prefect task: it only reads,
+    and a task run per node costs the server more than the read itself."""
     return stages.report(ctx(), node)
