@@ -130,6 +130,8 @@ def main() -> None:
         pg.create("prefect_bench")
         os.environ["BRINGUP_PREFECT_DATABASE_URL"] = (
             f"postgresql+asyncpg://{SUPERUSER}:{pg.password}@{HOST}:{PG_PORT}/prefect_bench")
+        # no database lock to queue for: slot writes may overlap (see flows.limits)
+        os.environ["BRINGUP_SLOT_WRITES"] = "parallel"
     server = PrefectServer(paths, name="prefect-bench", home=home, port=54209)
     server.start()
     durations = {k: v * args.scale for k, v in DURATIONS.items()}

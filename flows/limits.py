@@ -19,6 +19,7 @@ across processes and flow runs, polled with jitter when another run holds slots.
 from __future__ import annotations
 
 import heapq
+import os
 import itertools
 import random
 import threading
@@ -73,10 +74,8 @@ SLOT_CONNECTIONS = 64
 
 _gates: dict[str, Gate] = {}
 _lock = threading.Lock()
-#: after the server has once answered 503 (SQLite: two concurrent slot writes collide),
-#: this process sends one slot request at a time; PostgreSQL never needs it
-_serial = threading.Event()
 _wire = threading.Lock()
+_PARALLEL_WRITES = os.environ.get("BRINGUP_SLOT_WRITES", "serial").strip().lower() == "parallel"
 _client = None
 _releaser: ThreadPoolExecutor | None = None
 _pending: set[Future] = set()
@@ -160,7 +159,8 @@ class _Lease:
     def _renew(self, lease_seconds: float) -> None:
         while not self._stop.wait(lease_seconds / 3):
             try:
-                self.client.renew_concurrency_lease(self.id, lease_seconds)
+                with _on_wire():
+                    self.client.renew_concurrency_lease(self.id, lease_seconds)
             except Exception:  # a missed renewal is retried; the lease has slack
                 pass
 
@@ -209,11 +209,16 @@ def _gate(name: str) -> Gate | None:
 
 @contextmanager
 def _on_wire() -> Iterator[None]:
-    if _serial.is_set():
+    """Slot writes (take, renew, release) of this process go one at a time unless
+    ``BRINGUP_SLOT_WRITES=parallel``. A SQLite-backed server (Prefect's default) makes a
+    second concurrent write wait for its database lock: measured 2.1 s instead of
+    0.03 s. PostgreSQL has no such lock: set ``parallel`` there (bench/commission.py
+    does). Hand-offs inside the process keep these writes few either way."""
+    if _PARALLEL_WRITES:
+        yield
+    else:
         with _wire:
             yield
-    else:
-        yield
 
 
 def _increment(client, names: list[str], lease_seconds: float) -> str | None:
@@ -227,8 +232,7 @@ def _increment(client, names: list[str], lease_seconds: float) -> str | None:
             return resp.json().get("lease_id")
         except PrefectHTTPStatusError as exc:
             status = exc.response.status_code
-            if status == 503:  # the server's database is busy: one request at a time from now on
-                _serial.set()
+            if status == 503:  # the server's database is busy: try again soon
                 busy += 1
                 time.sleep(min(0.05 * 2 ** busy, MAX_POLL_SECONDS) * random.uniform(0.5, 1.0))
                 continue
@@ -259,7 +263,6 @@ def _release(client, lease_id: str) -> None:
                 return
             if exc.response.status_code != 503:
                 raise
-            _serial.set()
             time.sleep(0.05 * 2 ** attempt)
     # still busy: the lease expires by itself after LEASE_SECONDS
 
