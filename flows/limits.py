@@ -9,11 +9,15 @@ Why not ``prefect.concurrency.sync.concurrency``: its client funnels every acqui
 for the same limit names through one queue and sleeps the server's Retry-After inside
 it, so hundreds of waiting tasks are served one after another (measured: 64 simulated
 nodes took 195 s with it, 6 s of orchestration without). Polling the server from every
-waiting thread instead overloads it (each refused try is a database write; SQLite
-answered 503). So :func:`slot` queues in two places: inside this process, a semaphore
-sized like the limit lets only as many threads ask the server as could possibly get a
-slot (waiters block without any traffic); the server's lease then enforces the limit
-across processes and flow runs, polled with jitter when another run holds slots.
+waiting thread instead overloads it (each refused try is a database write).
+
+So :func:`slot` queues in two places. Inside this process, a :class:`Gate` sized like
+the limit orders the waiters (stage priority, then the run's rack round-robin) and lets
+only as many ask the server as could get a slot; waiters block without any traffic.
+The server's lease then enforces the limit across processes and flow runs. A holder
+that finishes hands its lease to the next waiter for the same limits, so under load a
+slot changes hands in microseconds instead of two server round trips (measured at 256
+nodes: 0.1-4 s each, while OS install slots sat idle).
 """
 
 from __future__ import annotations
@@ -62,6 +66,9 @@ def ensure_limits(limits: dict[str, int], *, overwrite: bool = True) -> list[str
 
 def ensure_rack_limits(racks: list[str]) -> list[str]:
     """Burn-in limits for the racks of a run; existing ones keep their operator-set size."""
+    return ensure_limits({burnin_limit(r): BURNIN_PER_RACK for r in sorted(set(racks))}, overwrite=False)
+
+
 #: a lease outlives a crashed holder by at most this long, then its slot frees itself
 #: (60 s is the server's minimum; holders renew it every third of that)
 LEASE_SECONDS = 60.0
@@ -92,8 +99,9 @@ class _Waiter:
 
 class Gate:
     """A semaphore that serves waiters by priority (higher first), then by order (lower
-    first), then first come first served. A released permit passes straight to the next waiter, so a later arrival can
-    never overtake a queued one (``threading.Semaphore`` wakes an arbitrary waiter).
+    first), then first come first served. A released permit passes straight to the next
+    waiter, so a later arrival can never overtake a queued one (``threading.Semaphore``
+    wakes an arbitrary waiter).
 
     A releasing holder may also hand its server lease to that next waiter, when the
     waiter wants the same limits (``key``): see :func:`slot`."""

@@ -48,3 +48,19 @@ def test_missing_limit_does_not_block(prefect_server, monkeypatch):
     monkeypatch.setattr(limits, "_gates", {})
     with limits.slot("no-such-limit-anywhere"):
         pass
+
+
+def test_rack_limits_are_created_once_and_keep_an_operator_set_size(prefect_server, monkeypatch):
+    monkeypatch.setenv("PREFECT_API_URL", prefect_server.api_url)
+    from prefect.client.orchestration import get_client
+
+    from flows import limits
+    racks = [f"t{os.getpid()}a", f"t{os.getpid()}b"]
+    assert limits.ensure_rack_limits(racks + racks[:1]) == [limits.burnin_limit(r) for r in sorted(racks)]
+    with get_client(sync_client=True) as client:
+        assert client.read_global_concurrency_limit_by_name(limits.burnin_limit(racks[0])).limit \
+            == limits.BURNIN_PER_RACK
+        client.upsert_global_concurrency_limit_by_name(limits.burnin_limit(racks[0]), 7)  # an operator resizes it
+    assert limits.ensure_rack_limits(racks) == []
+    with get_client(sync_client=True) as client:
+        assert client.read_global_concurrency_limit_by_name(limits.burnin_limit(racks[0])).limit == 7

@@ -1,4 +1,5 @@
-"""flows.limits.Gate: the in-process queue in front of each global concurrency limit."""
+"""flows.limits: the in-process queue (Gate) in front of each global concurrency limit, and
+slot() handing leases on inside the process."""
 
 import threading
 import time
