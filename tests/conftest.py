@@ -7,6 +7,7 @@ Prefect server, so a developer's running lab is left alone.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -21,6 +22,13 @@ TEST_NETBOX_PORT = 58081
 TEST_NETBOX_DB = "netbox_test"
 TEST_REDIS_DB = 4
 TEST_PREFECT_PORT = 54201
+
+# Prefect reads its settings once, when it is first imported (a test module importing
+# flows.* at the top does that during collection): point it at this session's test
+# server now, and forbid the temporary server it would otherwise start quietly (seen:
+# in-process flow runs talking to one while the rest of the test used the real one).
+os.environ["PREFECT_API_URL"] = f"http://127.0.0.1:{TEST_PREFECT_PORT}/api"
+os.environ["PREFECT_SERVER_ALLOW_EPHEMERAL_MODE"] = "false"
 
 
 @pytest.fixture(scope="session")
