@@ -48,20 +48,30 @@ def burnin_limit(rack: str) -> str:
 
 def ensure_limits(limits: dict[str, int], *, overwrite: bool = True) -> list[str]:
     """Create missing limits; with ``overwrite`` also resize existing ones. Returns the
-    names created."""
+    names created. One listing instead of a read per limit: a run with many racks
+    starts sooner."""
     created = []
     with get_client(sync_client=True) as client:
+        sizes = _limit_sizes(client)
         for name, limit in limits.items():
-            try:
-                client.read_global_concurrency_limit_by_name(name)
-                exists = True
-            except Exception:
-                exists = False
-            if not exists:
+            if name not in sizes:
                 created.append(name)
-            if overwrite or not exists:
+            if overwrite or name not in sizes:
                 client.upsert_global_concurrency_limit_by_name(name, limit)
+                sizes[name] = limit
     return created
+
+
+def _limit_sizes(client, page: int = 200) -> dict[str, int]:
+    """Every global concurrency limit on the server, by name."""
+    sizes: dict[str, int] = {}
+    offset = 0
+    while True:
+        got = client.read_global_concurrency_limits(limit=page, offset=offset)
+        sizes.update({lim.name: lim.limit for lim in got})
+        if len(got) < page:
+            return sizes
+        offset += len(got)
 
 
 def ensure_rack_limits(racks: list[str]) -> list[str]:
