@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from bringup.lifecycle import NodeReport, Outcome
@@ -26,9 +27,15 @@ def publish_plan(plan: list[dict], prefix: str = "commission") -> None:
 
 
 def publish_node(report: NodeReport, outcomes: list[Outcome], prefix: str = "commission") -> None:
-    """One node's markdown summary: verdict, reasons, and each stage's outcome."""
-    create_markdown_artifact(key=_key(f"{prefix}-node-{report.node}"), markdown=node_markdown(report, outcomes),
-                             description=f"{report.node}: {report.verdict}")
+    """One node's markdown summary: verdict, reasons, and each stage's outcome. A failure
+    to publish is logged, not raised: NetBox already holds the node's record, and the
+    node's work must not be reported as failed for want of a summary."""
+    try:
+        create_markdown_artifact(key=_key(f"{prefix}-node-{report.node}"),
+                                 markdown=node_markdown(report, outcomes),
+                                 description=f"{report.node}: {report.verdict}")
+    except Exception as exc:  # the server's trouble, not the node's
+        get_run_logger().warning("%s: could not publish the node summary: %s", report.node, exc)
 
 
 def publish_fleet(reports: list[NodeReport], prefix: str = "commission") -> None:
