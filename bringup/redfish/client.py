@@ -199,6 +199,7 @@ class Bmc:
         # that lookup per request is measurably cheaper across a fleet)
         self._client._session.trust_env = False
         self._logged_in = False
+        self._session_auth = False   # True once logged in with a SessionService session
         self.root: ServiceRootDoc | None = None
         self.system_uri = ""
         #: the system as login read it (raw, parsed): the first inventory() reuses both
@@ -231,6 +232,7 @@ class Bmc:
     def _call(self, method: str, path: str, *, body: Any = None, args: dict[str, Any] | None = None) -> _Reply:
         """One Redfish request with our retry policy; returns status, decoded body, headers."""
         last: RedfishError | None = None
+        relogged = False
         for attempt in range(self.retries + 1):
             if attempt:
                 self._sleep_backoff(attempt - 1)
@@ -242,6 +244,13 @@ class Bmc:
                 if body is not None:
                     kwargs["body"] = body
                 resp = fn(path, **kwargs)
+                if resp.status == 401 and self._session_auth and not relogged:
+                    # the session timed out (BMCs drop idle ones after their SessionTimeout,
+                    # e.g. while an OS installs) or was deleted: log in again, once
+                    relogged = True
+                    log.info("%s: session no longer valid; logging in again", self._name())
+                    self._relogin()
+                    resp = fn(path, **kwargs)
             except RetriesExhaustedError as exc:
                 last = self._transport_error(exc, method, path)
                 cause = exc.__cause__
@@ -346,8 +355,10 @@ class Bmc:
         return self
 
     def _login_once(self) -> None:
+        self._session_auth = False
         try:
             self._client.login(auth="session")
+            self._session_auth = True
         except InvalidCredentialsError:
             raise RedfishAuthError(f"{self._name()} refused our credentials (HTTP 401)",
                                    hint="check the BMC user name and password in the credentials file") from None
@@ -366,6 +377,13 @@ class Bmc:
                 raise RedfishAuthError(f"{self._name()} refused our credentials (HTTP 401, Basic)",
                                        hint="check the BMC user name and password") from None
         self._logged_in = True
+
+    def _relogin(self) -> None:
+        """A new session on the same BMC (the old one is gone: nothing to log out)."""
+        try:
+            self._login_once()
+        except (RetriesExhaustedError, ServerDownOrUnreachableError) as exc:
+            raise self._transport_error(exc, "POST", "SessionService/Sessions") from None
 
     def close(self) -> None:
         if self._logged_in:

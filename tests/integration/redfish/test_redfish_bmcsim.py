@@ -217,3 +217,23 @@ def test_without_the_supermicro_quirk_the_boot_mode_reverts(bmcsim):
         bmc.set_boot_once("Pxe")
         assert bmc.system().Boot.BootSourceOverrideMode == "Legacy"
         bmc.clear_boot_override()
+
+
+def test_a_session_that_times_out_is_replaced_once(bmcsim):
+    import requests
+    with connect(bmcsim.node("ok-1").bmc_address, bmcsim.creds, port=8443, ca_bundle=bmcsim.ca) as bmc:
+        key, location = bmc._client.get_session_key(), bmc._client.get_session_location()
+        # what a BMC does to an idle session after its SessionTimeout (an OS install is long)
+        gone = requests.delete(location if "://" in location else bmc.base_url + location,
+                               headers={"X-Auth-Token": key}, verify=bmcsim.ca, timeout=10)
+        assert gone.status_code in (200, 204)
+        assert bmc.system().PowerState in ("On", "Off")
+        assert bmc._client.get_session_key() not in (None, key)
+
+
+def test_basic_auth_401_is_an_auth_error_not_a_relogin(bmcsim):
+    with connect(bmcsim.node("ok-1").bmc_address, bmcsim.creds, port=8443, ca_bundle=bmcsim.ca) as bmc:
+        bmc._session_auth = False          # as after the Basic fallback
+        bmc._client.set_session_key("not-a-session")
+        with pytest.raises(RedfishAuthError, match="refused our credentials"):
+            bmc.system()
