@@ -19,6 +19,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -133,18 +134,31 @@ def known_hosts_entry(node: NodeSpec, public_key: str) -> str:
     return f"{host} {public_key}"
 
 
+_known_hosts_lock = threading.Lock()
+
+
 def write_known_hosts(home: Path, nodes: list[NodeSpec]) -> Path:
     """Put every node's expected host key in ``secrets/known_hosts`` (the lab's stand-in
     for host keys a site pre-generates and injects at install time). Entries of other
-    hosts already in the file are kept."""
+    hosts already in the file are kept.
+
+    Installs run side by side while Ansible and paramiko read the file for other nodes:
+    it is replaced atomically (a reader never sees it half written: seen as "Host key
+    verification failed" on a node being configured), under a lock (two installs never
+    drop each other's entries), and left alone when nothing changes."""
     path = known_hosts_path(home)
     ours = {known_hosts_entry(n, host_public_key(home, n)) for n in nodes}
     hosts = {line.split()[0] for line in ours}
-    kept = []
-    if path.exists():
-        kept = [ln for ln in path.read_text().splitlines() if ln.strip() and ln.split()[0] not in hosts]
-    path.write_text("\n".join(kept + sorted(ours)) + "\n")
-    os.chmod(path, 0o600)
+    with _known_hosts_lock, open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # installs in other processes too
+        old = path.read_text() if path.exists() else ""
+        kept = [ln for ln in old.splitlines() if ln.strip() and ln.split()[0] not in hosts]
+        text = "\n".join(kept + sorted(ours)) + "\n"
+        if text != old:
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+            tmp.write_text(text)
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, path)
     return path
 
 
