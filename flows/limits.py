@@ -23,8 +23,8 @@ nodes: 0.1-4 s each, while OS install slots sat idle).
 from __future__ import annotations
 
 import heapq
-import os
 import itertools
+import os
 import random
 import threading
 import time
@@ -58,7 +58,6 @@ def ensure_limits(limits: dict[str, int], *, overwrite: bool = True) -> list[str
                 created.append(name)
             if overwrite or name not in sizes:
                 client.upsert_global_concurrency_limit_by_name(name, limit)
-                sizes[name] = limit
     return created
 
 
@@ -99,7 +98,7 @@ _pending: set[Future] = set()
 
 
 class _Waiter:
-    __slots__ = ("ready", "key", "lease")
+    __slots__ = ("key", "lease", "ready")
 
     def __init__(self, key: tuple[str, ...] | None) -> None:
         self.ready = threading.Event()
@@ -179,7 +178,7 @@ class _Lease:
             try:
                 with _on_wire():
                     self.client.renew_concurrency_lease(self.id, lease_seconds)
-            except Exception:  # a missed renewal is retried; the lease has slack
+            except Exception:  # noqa: BLE001, S110 - a missed renewal is retried; the lease has slack
                 pass
 
     def give_back(self) -> None:
@@ -320,12 +319,11 @@ def slot(names: str | list[str], *, priority: int = 0, order: int = 0,
     asks at once, a poller elsewhere only every few seconds."""
     names = sorted({names} if isinstance(names, str) else set(names))
     key = tuple(names)
-    gates = sorted(((g, n) for n in names if (g := _gate(n)) is not None), key=lambda gn: (gn[0].size, gn[1]))
-    gates_only = [g for g, _n in gates]
-    if not gates_only:  # no such limits here: the server ignores them too
+    found = sorted(((g, n) for n in names if (g := _gate(n)) is not None), key=lambda gn: (gn[0].size, gn[1]))
+    if not found:  # no such limits here: the server ignores them too
         yield
         return
-    first, rest = gates_only[0], gates_only[1:]
+    first, *rest = [g for g, _n in found]
     lease = first.acquire(priority, order, key)
     if lease is None:  # a plain permit: take the others, then the server's slots
         taken = [first]

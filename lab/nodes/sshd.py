@@ -28,6 +28,7 @@ from pathlib import Path
 
 from bringup.errors import LabError
 from bringup.fleet import NodeSpec
+from lab.pki import write_private
 
 
 def sshd_binary() -> str:
@@ -156,8 +157,7 @@ def write_known_hosts(home: Path, nodes: list[NodeSpec]) -> Path:
         text = "\n".join(kept + sorted(ours)) + "\n"
         if text != old:
             tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-            tmp.write_text(text)
-            os.chmod(tmp, 0o600)
+            write_private(tmp, text.encode())
             os.replace(tmp, path)
     return path
 
