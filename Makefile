@@ -17,11 +17,14 @@ lab-up: deps
 lab-down:
 	.venv/bin/bringup lab down
 
+# `lab prepare` installs and migrates NetBox once (minutes on a fresh machine) before
+# any test's time limit starts
 test: deps
+	.venv/bin/bringup lab prepare
 	.venv/bin/pytest -q
 
 test-unit: deps
 	.venv/bin/pytest -q tests/unit
 
 lint:
-	.venv/bin/ruff check bringup lab flows burnin tests bench
+	.venv/bin/ruff check bringup bringup_cli lab flows burnin tests bench

@@ -35,8 +35,8 @@ ORDER = ["discover", "bios", "install", "configure", "burnin", "judge", "record"
 def lower_bound(n: int, rack_size: int, d: dict[str, float], limits: dict[str, int]) -> float:
     """A schedule can be no shorter than any of these necessary conditions."""
     chain = sum(d[s] for s in ORDER)
-    before = lambda stage: sum(d[s] for s in ORDER[:ORDER.index(stage)])  # noqa: E731
-    after = lambda stage: sum(d[s] for s in ORDER[ORDER.index(stage) + 1:])  # noqa: E731
+    before = lambda stage: sum(d[s] for s in ORDER[:ORDER.index(stage)])
+    after = lambda stage: sum(d[s] for s in ORDER[ORDER.index(stage) + 1:])
     bounds = [chain]
     # OS installs: ceil(n / limit) waves of installs between the fastest before and after
     bounds.append(before("install") + math.ceil(n / limits["os-installs"]) * d["install"] + after("install"))

@@ -42,10 +42,10 @@ from redfish import redfish_client
 from requests.adapters import HTTPAdapter
 
 from bringup.discovery import discover
-from bringup.fleet import load_fleet
 from bringup.redfish import Credentials
 from bringup.sku import load_skus, nic_counts
 from lab.bmcsim.expect import expected_nodes
+from lab.fleet import load_fleet
 
 
 def make_fleet(n: int, path: Path) -> None:

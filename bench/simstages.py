@@ -13,7 +13,7 @@ import threading
 import time
 
 from bringup.lifecycle import NodeReport, Outcome
-from bringup.stages import Selected  # noqa: F401  (same selection record as the real stages)
+from bringup.stages import Selected
 
 CONFIG = json.loads(os.environ.get("BRINGUP_BENCH", "{}"))
 NODES = int(CONFIG.get("nodes", 8))
@@ -27,7 +27,7 @@ TRACE: list[tuple[str, str, float, float]] = []
 
 class Context:
     @classmethod
-    def from_settings(cls, path=None) -> "Context":
+    def from_settings(cls, path=None) -> Context:
         return cls()
 
 

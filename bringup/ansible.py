@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import AnsibleError, ConfigError
+from .errors import AnsibleSetupError, AnsibleTimeout, ConfigError
+from .resources import data_dir
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PLAYBOOKS_DIR = REPO_ROOT / "playbooks"
+PLAYBOOKS_DIR = data_dir("playbooks")
 #: characters of a failed task's stderr/stdout kept in the result
 TAIL = 1500
 
@@ -109,7 +109,7 @@ def _path() -> str:
     here = str(Path(sys.executable).parent)
     path = f"{here}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"
     if not shutil.which("ansible-playbook", path=path):
-        raise AnsibleError("ansible-playbook is not installed", hint="install ansible-core in this environment")
+        raise AnsibleSetupError("ansible-playbook is not installed", hint="install ansible-core in this environment")
     return path
 
 
@@ -192,13 +192,11 @@ def run_playbook(playbook: str, hosts: dict[str, dict[str, Any]], extravars: dic
         )
         result = _collect(playbook, runner, hosts)
         if runner.status == "timeout":
-            err = AnsibleError(f"{playbook} did not finish within {timeout}s on {', '.join(hosts)}",
-                               hint="look at the nodes; raise the timeout if the play is legitimately slow")
-            err.transient = True
-            raise err
+            raise AnsibleTimeout(f"{playbook} did not finish within {timeout}s on {', '.join(hosts)}",
+                                 hint="look at the nodes; raise the timeout if the play is legitimately slow")
         if not any(h.ran for h in result.hosts.values()) and runner.rc != 0:
             out = _stdout_tail(runner)
-            raise AnsibleError(f"{playbook} could not run (rc={runner.rc}, status={runner.status}): {out.strip()}",
+            raise AnsibleSetupError(f"{playbook} could not run (rc={runner.rc}, status={runner.status}): {out.strip()}",
                                hint="check the playbook syntax and the extra vars")
         return result
     finally:

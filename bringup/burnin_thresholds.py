@@ -10,10 +10,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
+from .resources import data_file
 from .sku import SkuSpec
 from .yamlio import load_file, validation_error
 
-DEFAULT_PATH = Path(__file__).parent / "data" / "thresholds.yaml"
+DEFAULT_PATH = data_file("thresholds.yaml")
 
 Op = Literal[">=", "<=", "==", "!=", ">", "<", "in", "not_in", "disjoint"]
 

@@ -4,6 +4,19 @@ Every error the library raises on purpose derives from :class:`BringupError`, an
 message says what went wrong *and what to do next*. Adapters translate the exceptions
 of the libraries they wrap into these, so callers never catch ``requests`` or
 ``pynetbox`` errors directly. Messages never carry secrets.
+
+What an error *means* for the node is its class, never a flag set on an instance:
+
+- :class:`TransientError`: a retry with backoff may cure it (timeouts, 5xx, dropped
+  connections to a service). Orchestrators retry these and nothing else.
+- :class:`ControllerFault`: the mistake is on our side (our settings, our credentials,
+  our key files, our own services). The node is not to blame: it stays where it is and
+  is never quarantined for it; the run stops loudly with the reason.
+- everything else is permanent and about the node or the request.
+
+``transient`` and ``controller_fault`` are read-only properties derived from the class.
+A policy result (a BIOS attribute that did not take, a finding) is a returned value,
+never one of these.
 """
 
 from __future__ import annotations
@@ -24,10 +37,32 @@ class BringupError(Exception):
         base = super().__str__()
         return f"{base} ({self.hint})" if self.hint else base
 
+    @property
+    def transient(self) -> bool:
+        """True when retrying the same call later may succeed (the class decides)."""
+        return isinstance(self, TransientError)
+
+    @property
+    def controller_fault(self) -> bool:
+        """True when the cause is on the controller's side, not the node's."""
+        return isinstance(self, ControllerFault)
+
+
+class ControllerFault(BringupError):
+    """Marker base: the controller's own settings, credentials or services are at fault."""
+
+
+class TransientError(BringupError):
+    """Marker base: a failure that a retry with backoff may cure."""
+
 
 # --- bad input -------------------------------------------------------------------------
-class ConfigError(BringupError):
+class ConfigError(ControllerFault):
     """A file or parameter given by the operator is wrong; the message names it."""
+
+
+class SecretFileError(ConfigError):
+    """A secret file is missing, unreadable, or readable by others (mode wider than 0600)."""
 
 
 class ParseError(BringupError):
@@ -49,18 +84,10 @@ class AdapterError(BringupError):
     """An external system failed or refused; ``system`` names which one."""
 
     system: str = "external system"
-    #: True when retrying the same call later may succeed (timeouts, 5xx, dropped links)
-    transient: bool = False
 
 
-class TransientError(AdapterError):
-    """A failure that a retry with backoff may cure."""
-
-    transient = True
-
-
-class AuthError(AdapterError):
-    """Credentials were refused (401/403); never retried."""
+class AuthError(AdapterError, ControllerFault):
+    """Our credentials were refused (401/403): the controller's settings are wrong. Never retried."""
 
 
 class NotFoundError(AdapterError):
@@ -71,27 +98,100 @@ class ConflictError(AdapterError):
     """An existing object differs from what we would create; never overwritten silently."""
 
 
-class NetBoxError(AdapterError):
+class UnavailableError(AdapterError, TransientError):
+    """The system could not be reached or answered 5xx/429: retry later."""
+
+
+class RequestError(AdapterError):
+    """The system refused this request (4xx other than auth/404/409): retrying will not help."""
+
+
+# NetBox: our source of truth. Any NetBox trouble is on the controller's side: a node is
+# never blamed because NetBox is down or refused a write.
+class NetBoxError(AdapterError, ControllerFault):
     system = "NetBox"
 
 
+class NetBoxAuthError(NetBoxError, AuthError):
+    pass
+
+
+class NetBoxUnavailable(NetBoxError, UnavailableError):
+    pass
+
+
+class NetBoxNotFound(NetBoxError, NotFoundError):
+    pass
+
+
+class NetBoxRequestError(NetBoxError, RequestError):
+    pass
+
+
+# Redfish: the node's BMC.
 class RedfishError(AdapterError):
     system = "Redfish"
 
 
+class RedfishAuthError(RedfishError, AuthError):
+    """A BMC refused our credentials (401/403)."""
+
+
+class RedfishTimeoutError(RedfishError, UnavailableError):
+    """A BMC accepted the connection but did not answer in time, or could not be reached."""
+
+
+class RedfishServerError(RedfishError, UnavailableError):
+    """A BMC answered 5xx (or 503 while busy): it may answer later."""
+
+
+class RedfishNotFoundError(RedfishError, NotFoundError):
+    """A Redfish resource (often one the BMC itself linked to) answered 404."""
+
+
+class RedfishRequestError(RedfishError, RequestError):
+    """A BMC refused the request (400, 405, 412...): see its @Message.ExtendedInfo."""
+
+
+class RedfishTLSError(RedfishError, ControllerFault):
+    """TLS verification of a BMC failed: our CA bundle or settings do not match the BMC."""
+
+
+# SSH and Ansible: the node's OS.
 class SSHError(AdapterError):
     system = "SSH"
+
+
+class SSHUnreachable(SSHError, UnavailableError):
+    """No SSH answer (yet): the node may still be booting."""
+
+
+class HostKeyMismatch(SSHError):
+    """The node answered with a host key other than the pinned one: never connect."""
+
+
+class SSHDropped(SSHError):
+    """The node dropped off SSH in the middle of a step: its result is unknown."""
 
 
 class AnsibleError(AdapterError):
     system = "Ansible"
 
 
+class AnsibleTimeout(AnsibleError, UnavailableError):
+    """A playbook did not finish within its time limit."""
+
+
+class AnsibleSetupError(AnsibleError, ControllerFault):
+    """Ansible could not run at all here (not installed, bad playbook or extra vars)."""
+
+
+# Kubernetes
 class KubeError(AdapterError):
     system = "Kubernetes"
 
 
-class KubeTransientError(KubeError, TransientError):
+class KubeTransientError(KubeError, UnavailableError):
     """The API server was unreachable or answered 5xx/429; retry later."""
 
 
@@ -107,10 +207,8 @@ class KubeConflictError(KubeError, ConflictError):
     """An update lost a race (409) more times than we retry."""
 
 
-class DrainTimeoutError(KubeError):
+class DrainTimeoutError(KubeError, TransientError):
     """Pods were still on the node when the drain timed out; ``pods`` names them."""
-
-    transient = True
 
     def __init__(self, message: str, *, pods: list[str], hint: str = "") -> None:
         super().__init__(message, hint=hint)
@@ -120,15 +218,3 @@ class DrainTimeoutError(KubeError):
 # --- the lab ---------------------------------------------------------------------------
 class LabError(BringupError):
     """A lab service could not be installed, started or reached."""
-
-
-class RedfishAuthError(RedfishError, AuthError):
-    """A BMC refused our credentials (401/403)."""
-
-
-class RedfishTimeoutError(RedfishError, TransientError):
-    """A BMC accepted the connection but did not answer in time, or could not be reached."""
-
-
-class RedfishNotFoundError(RedfishError, NotFoundError):
-    """A Redfish resource (often one the BMC itself linked to) answered 404."""

@@ -23,10 +23,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import ConfigError
+from .resources import data_dir
 from .yamlio import LocatedYaml, load_file, validation_error
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-IMAGES_DIR = REPO_ROOT / "images"
+IMAGES_DIR = data_dir("images")
 
 # Version shapes as the vendors publish them. Kept strict on purpose: a typo such as
 # "570.133" or "2.26.2+cuda12.8" must be caught here, not after an hour of installing.

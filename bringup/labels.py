@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from .errors import ConfigError
-from .fleet import Pool
+from .pool import Pool
 from .sku import SkuSpec
 
 PREFIX = "bringup.io"

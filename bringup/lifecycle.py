@@ -1,82 +1,325 @@
-"""The bring-up lifecycle as pure data: stages, what each run still has to do, and the
-outcome of one stage for one node.
+"""The node lifecycle: states, allowed transitions and each state's handler in one table,
+and the one writer of a node's stage.
 
-NetBox's ``bringup_stage`` custom field is the durable record of how far a node got;
-a rerun reads it and resumes after the last completed stage. ``quarantined`` is
-terminal until an operator forces a rerun.
+A node *is in* a state (NetBox's ``bringup_stage`` custom field). The handler of a state
+is a short list of steps that move the node out of it: all steps pass, and the node
+moves to the handler's ``success`` state; a step finds the node unfit, and it moves to
+``quarantined``. Like metal3's host state machine (one handler map, one place that
+changes the provisioning state), nothing else writes the stage: steps return
+:class:`~bringup.results.StepResult` values and :class:`Lifecycle` records them.
+
+::
+
+    planned -> discovered -> provisioned -> burned_in -> validating -> active
+       |            |             |             |             |          |
+       +------------+-------------+-------------+-------------+--> quarantined -> inspection
+    active -> draining -> provisioned ...          (re-burn-in; drain is a step of draining)
+
+``bios``, ``install`` and ``configure`` are steps of ``discovered``; ``judge`` (which also
+records the verdict) is the step of ``burned_in``; ``join`` of ``validating``; ``drain``
+of ``draining``. A rerun resumes in the state NetBox records, skipping the steps of that
+state whose evidence it already holds. ``force`` restarts a node from ``planned``,
+draining it first if it serves.
+
+Which errors are whose: a :class:`~bringup.errors.TransientError` is raised to the
+orchestrator, which retries; a :class:`~bringup.errors.ControllerFault` (our settings,
+credentials, services) holds the node where it is with the reason and is raised; any
+other error of a step is about the node and quarantines it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
 
-from pydantic import BaseModel, Field
+from .errors import BringupError, ConfigError, ControllerFault, TransientError
+from .results import Evidence, NodeReport, StepResult
 
-#: the happy path, in order; each name is the stage a node is *in* once that step is done
-PIPELINE = ("discovered", "provisioned", "burned_in", "judged", "recorded", "admitted")
-ORDER = ("planned",) + PIPELINE
-TERMINAL = {"admitted", "quarantined"}
-
-
-def remaining(current: str, *, force: bool = False, until: str = "admitted") -> list[str]:
-    """Stages still to run for a node whose NetBox stage is ``current``.
-
-    A quarantined node needs ``force`` (an operator decision) and then starts over; so
-    does a forced rerun of an admitted node. Unknown stages are an error, not a guess.
-    """
-    if current not in ORDER and current != "quarantined":
-        raise ValueError(f"unknown bring-up stage {current!r}")
-    stop = PIPELINE.index(until) + 1
-    if force or current == "planned":
-        return list(PIPELINE[:stop])
-    if current == "quarantined":
-        return []
-    done = ORDER.index(current)
-    return list(PIPELINE[done:stop])
+log = logging.getLogger(__name__)
 
 
-class Outcome(BaseModel):
-    """What one stage did to one node; flows return these, artifacts tabulate them."""
-
-    node: str
-    stage: str
-    ok: bool
-    skipped: bool = False
-    summary: str = ""
-    reasons: list[str] = Field(default_factory=list)
-    figures: dict[str, Any] = Field(default_factory=dict)
-    evidence: dict[str, Any] = Field(default_factory=dict)
-
-    @property
-    def failed(self) -> bool:
-        return not self.ok and not self.skipped
+class State(StrEnum):
+    PLANNED = "planned"
+    DISCOVERED = "discovered"
+    PROVISIONED = "provisioned"
+    BURNED_IN = "burned_in"
+    VALIDATING = "validating"
+    ACTIVE = "active"
+    DRAINING = "draining"
+    QUARANTINED = "quarantined"
+    INSPECTION = "inspection"
 
 
-class NodeReport(BaseModel):
-    """The end state of one node after a commission run: one row of the fleet table."""
+#: how NetBox shows each state (the ``bringup-stage`` choice set is built from this)
+LABELS = {
+    State.PLANNED: "Planned", State.DISCOVERED: "Discovered", State.PROVISIONED: "Provisioned",
+    State.BURNED_IN: "Burned in", State.VALIDATING: "Validating", State.ACTIVE: "Active",
+    State.DRAINING: "Draining", State.QUARANTINED: "Quarantined", State.INSPECTION: "Hardware inspection",
+}
 
-    node: str
-    rack: str = ""
-    verdict: str                      # admitted | quarantined | pending | skipped
-    stage: str
-    reasons: list[str] = Field(default_factory=list)
-    figures: dict[str, Any] = Field(default_factory=dict)
-    labels: dict[str, str] = Field(default_factory=dict)
-    netbox_url: str = ""
+#: stage values written by bringup before the lifecycle had one table
+LEGACY = {"judged": State.BURNED_IN, "recorded": State.BURNED_IN, "admitted": State.ACTIVE}
 
 
-def interleave_by(items: list, key) -> list:
-    """Round-robin over groups (racks): the first item of every group, then the second...
+@dataclass(frozen=True)
+class Step:
+    """One step of a handler. ``uses`` names the shared resources it holds while it runs
+    (the orchestrator maps them to concurrency limits): ``bmc``, ``install``, ``burnin``."""
 
-    Nodes queue for OS installs in this order. Taking a whole rack first would leave the
-    last racks' burn-in slots (a per-rack limit) idle until late, and make the run longer
-    than the install and burn-in limits require.
-    """
-    groups: dict = {}
-    for item in items:
-        groups.setdefault(key(item), []).append(item)
-    out = []
-    queues = list(groups.values())
-    for i in range(max((len(q) for q in queues), default=0)):
-        out.extend(q[i] for q in queues if i < len(q))
+    name: str
+    uses: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Handler:
+    steps: tuple[Step, ...]
+    success: State
+    #: NetBox device status once the node reaches ``success`` (None: unchanged)
+    status: str | None = None
+
+
+#: THE table: the handler of each state that has one. States without a handler are where
+#: a run stops (active: serving; quarantined and inspection: an operator decides).
+TABLE: dict[State, Handler] = {
+    State.PLANNED: Handler((Step("discover", ("bmc",)),), State.DISCOVERED),
+    State.DISCOVERED: Handler((Step("bios", ("bmc",)), Step("install", ("install", "bmc")), Step("configure")),
+                              State.PROVISIONED, status="staged"),
+    State.PROVISIONED: Handler((Step("burn_in", ("burnin",)),), State.BURNED_IN),
+    State.BURNED_IN: Handler((Step("judge"),), State.VALIDATING),
+    State.VALIDATING: Handler((Step("join"),), State.ACTIVE, status="active"),
+    State.DRAINING: Handler((Step("drain"),), State.PROVISIONED, status="staged"),
+}
+
+#: transitions that are not a handler's success: operator and schedule actions
+EXTRA_TRANSITIONS = {
+    (State.ACTIVE, State.DRAINING),          # re-burn-in or a health signal
+    (State.QUARANTINED, State.INSPECTION),   # quarantined twice in 30 days
+}
+#: every state can be restarted (``force``) and every state with a handler can fail
+ALLOWED = ({(s, h.success) for s, h in TABLE.items()} | EXTRA_TRANSITIONS
+           | {(s, State.QUARANTINED) for s in TABLE} | {(s, State.PLANNED) for s in State})
+
+STEP_NAMES = tuple(st.name for h in TABLE.values() for st in h.steps)
+#: the order of the states on the commission path, for progress displays
+PATH = (State.PLANNED, State.DISCOVERED, State.PROVISIONED, State.BURNED_IN, State.VALIDATING, State.ACTIVE)
+
+
+class LifecycleError(ConfigError):
+    """A transition the table does not allow, or a stage value NetBox should not hold."""
+
+
+def parse_state(value: Any) -> State:
+    """A NetBox stage value as a state; the old names are mapped, anything else is an error."""
+    if value in (None, ""):
+        return State.PLANNED
+    try:
+        return State(value)
+    except ValueError:
+        if value in LEGACY:
+            return LEGACY[value]
+    raise LifecycleError(f"NetBox records bring-up stage {value!r}, which is not a state of the lifecycle "
+                         f"({', '.join(State)})", hint="fix the device's bringup_stage in NetBox")
+
+
+def check(src: State, dst: State) -> None:
+    if (src, dst) not in ALLOWED:
+        raise LifecycleError(f"the lifecycle does not allow {src} -> {dst}")
+
+
+def choices() -> list[tuple[str, str]]:
+    """The ``bringup-stage`` choice set of the NetBox schema."""
+    return [(s.value, LABELS[s]) for s in State]
+
+
+def initial_fields() -> dict[str, Any]:
+    """Custom fields of a device that enters bringup (NetBox seeding)."""
+    return {"bringup_stage": State.PLANNED.value, "burnin_status": "pending"}
+
+
+def path(state: State, until: State = State.ACTIVE) -> list[State]:
+    """The states a node in ``state`` still goes through (handlers run) to reach ``until``."""
+    out: list[State] = []
+    seen = set()
+    while state != until and state in TABLE and state not in seen:
+        seen.add(state)
+        out.append(state)
+        state = TABLE[state].success
     return out
+
+
+# --- the ports the engine is handed ------------------------------------------------------------
+class Records(Protocol):
+    """Where node records live (NetBox in production: :class:`bringup.records.NetBoxRecords`)."""
+
+    def node(self, name: str) -> Any: ...
+    def write(self, node: Any, *, stage: str | None = None, status: str | None = None,
+              fields: dict[str, Any] | None = None, add_tags: tuple[str, ...] = (),
+              remove_tags: tuple[str, ...] = ()) -> None: ...
+    def journal(self, node: Any, text: str, kind: str = "info") -> None: ...
+    def put_evidence(self, node: Any, evidence: list[Evidence]) -> dict[str, Any]: ...
+    def report(self, node: Any, verdict: str) -> NodeReport: ...
+
+
+#: a step function: (node record, run parameters) -> result
+StepFn = Callable[[Any, Mapping[str, Any]], StepResult]
+QUARANTINE_TAG = "bringup-quarantine"
+REBURNIN_TAG = "bringup-reburnin"
+PROGRESS = "progress"
+
+
+@dataclass
+class Lifecycle:
+    """The engine over :data:`TABLE`: runs a state's steps through ``steps`` (step name ->
+    function; the real ones are in :mod:`bringup.stages`) and records every outcome in
+    ``records``. ``on_quarantine`` isolates a node in the cluster (cordon and taint)."""
+
+    steps: Mapping[str, StepFn]
+    records: Records
+    on_quarantine: Callable[[Any, str], str] = lambda node, reason: "not in the cluster"
+    on_drain: Callable[[Any], str] | None = None
+    table: Mapping[State, Handler] = field(default_factory=lambda: TABLE)
+
+    def __post_init__(self) -> None:
+        missing = sorted(set(STEP_NAMES) - set(self.steps))
+        if missing:
+            raise ValueError(f"no function for lifecycle steps {missing}")
+
+    # --- reading -------------------------------------------------------------------------------
+    def state_of(self, name: str) -> State:
+        return parse_state(self.records.node(name).stage)
+
+    def handler(self, state: State) -> Handler | None:
+        return self.table.get(state)
+
+    def pending_steps(self, name: str, state: State) -> list[Step]:
+        """The steps of ``state`` still to run: a rerun skips those already done in it."""
+        handler = self.table.get(state)
+        if handler is None:
+            return []
+        done = self._progress(self.records.node(name)).get(state.value, [])
+        return [st for st in handler.steps if st.name not in done]
+
+    @staticmethod
+    def _progress(node: Any) -> dict[str, list[str]]:
+        index = node.custom_fields.get("bringup_evidence") or {}
+        prog = index.get(PROGRESS) if isinstance(index, dict) else None
+        return prog if isinstance(prog, dict) else {}
+
+    # --- running a step ----------------------------------------------------------------------------
+    def run_step(self, name: str, state: State | str, step: str, params: Mapping[str, Any] | None = None) -> StepResult:
+        """Run ``step`` of ``state`` for one node and record its result. Returns the result
+        with ``state`` set to where the node is now."""
+        state = State(state)
+        handler = self.table.get(state)
+        if handler is None or step not in [s.name for s in handler.steps]:
+            raise LifecycleError(f"{step!r} is not a step of state {state}")
+        node = self.records.node(name)
+        current = parse_state(node.stage)
+        if current != state:
+            raise LifecycleError(f"{name} is {current}, not {state}: another run moved it",
+                                 hint="look at the node's journal in NetBox; one run per node")
+        try:
+            result = self.steps[step](node, params or {})
+        except TransientError:
+            raise
+        except ControllerFault as exc:
+            self.hold(name, f"{step}: {exc}")
+            raise
+        except BringupError as exc:  # the node's own failure: a result, not a crash
+            result = StepResult(node=name, step=step, ok=False, summary=f"{step} failed: {exc}",
+                                reasons=[f"{step} did not finish: {exc}"])
+        return self._record(node, state, handler, step, result)
+
+    def _record(self, node: Any, state: State, handler: Handler, step: str, result: StepResult) -> StepResult:
+        fields = dict(result.fields)
+        if result.evidence:
+            fields["bringup_evidence"] = self.records.put_evidence(node, result.evidence)
+        names = [s.name for s in handler.steps]
+        if not result.ok:
+            if fields:
+                self.records.write(node, fields=fields)
+            self.quarantine(node.name, state, result.reasons or [result.summary or f"{step} failed"])
+            result.state = State.QUARANTINED.value
+            return result
+        if step == names[-1]:
+            self._transition(node, state, handler.success, status=handler.status, fields=fields)
+            result.state = handler.success.value
+        else:
+            index = dict(fields.get("bringup_evidence") or node.custom_fields.get("bringup_evidence") or {})
+            prog = dict(index.get(PROGRESS) or {})
+            prog = {state.value: [*prog.get(state.value, []), step]}
+            fields["bringup_evidence"] = {**index, PROGRESS: prog}
+            self.records.write(node, fields=fields)
+            result.state = state.value
+        return result
+
+    # --- transitions: the only writes of the stage ----------------------------------------------------
+    def _transition(self, node: Any, src: State, dst: State, *, status: str | None = None,
+                    fields: dict[str, Any] | None = None, add_tags: tuple[str, ...] = (),
+                    remove_tags: tuple[str, ...] = ()) -> None:
+        check(src, dst)
+        fields = dict(fields or {})
+        index = dict(fields.get("bringup_evidence") or node.custom_fields.get("bringup_evidence") or {})
+        if index.get(PROGRESS):
+            index[PROGRESS] = {}
+            fields["bringup_evidence"] = index
+        if dst == State.ACTIVE:
+            fields["bringup_reason"] = ""
+            remove_tags = (*remove_tags, QUARANTINE_TAG, REBURNIN_TAG)
+        self.records.write(node, stage=dst.value, status=status, fields=fields, add_tags=add_tags,
+                           remove_tags=remove_tags)
+        log.info("%s: %s -> %s", node.name, src, dst)
+
+    def quarantine(self, name: str, at: State, reasons: list[str]) -> None:
+        """Take a node out of service: cordoned in the cluster, NetBox says why."""
+        node = self.records.node(name)
+        reason = "; ".join(reasons) or f"{at} failed"
+        try:
+            cluster = self.on_quarantine(node, reason)
+        except BringupError as exc:  # NetBox still records it; the reconcile step cordons later
+            cluster = f"could not cordon in Kubernetes: {exc}"
+        self._transition(node, parse_state(node.stage), State.QUARANTINED, status="failed",
+                         fields={"bringup_reason": reason}, add_tags=(QUARANTINE_TAG,))
+        self.records.journal(node, f"## Quarantined in state {at}\n\n" + "\n".join(f"- {r}" for r in reasons)
+                             + f"\n\nKubernetes: {cluster}\n", kind="danger")
+
+    def hold(self, name: str, reason: str) -> None:
+        """The node stays where it is (not its fault, or not known yet); NetBox says why."""
+        try:
+            node = self.records.node(name)
+            self.records.write(node, fields={"bringup_reason": f"held in {node.stage}: {reason}"[:4000]})
+            self.records.journal(node, f"Held in state {node.stage}: {reason}", kind="warning")
+        except BringupError as exc:  # NetBox itself may be what failed
+            log.warning("%s: could not record why it is held (%s): %s", name, reason, exc)
+
+    def start(self, name: str, *, force: bool = False) -> State:
+        """The state a run starts from. ``force`` restarts the node from planned, draining
+        it first when it serves (a forced rerun never burns in a node under load)."""
+        node = self.records.node(name)
+        state = parse_state(node.stage)
+        if not force or state == State.PLANNED:
+            return state
+        if state in (State.ACTIVE, State.VALIDATING, State.DRAINING) and self.on_drain is not None:
+            self.records.journal(node, f"Forced rerun: drained first ({self.on_drain(node)})", kind="info")
+        self._transition(node, state, State.PLANNED, status="planned",
+                         fields={"bringup_reason": "", "burnin_status": "pending"})
+        return State.PLANNED
+
+    def begin_reburnin(self, name: str) -> State:
+        """An active node is due for re-burn-in: it enters draining (the drain is its step)."""
+        node = self.records.node(name)
+        state = parse_state(node.stage)
+        if state != State.ACTIVE:
+            return state
+        self._transition(node, state, State.DRAINING, status="staged")
+        return State.DRAINING
+
+    def report(self, name: str) -> NodeReport:
+        node = self.records.node(name)
+        state = parse_state(node.stage)
+        verdict = {State.ACTIVE: "admitted", State.QUARANTINED: "quarantined",
+                   State.INSPECTION: "quarantined"}.get(state, "pending")
+        return self.records.report(node, verdict)

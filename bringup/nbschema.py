@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .lifecycle import choices as lifecycle_choices
 from .sku import SCHEMA_DIR
 from .yamlio import load_file
 
@@ -108,6 +109,9 @@ def load_schema(schema_dir: Path = SCHEMA_DIR) -> Schema:
             for k in keys:
                 if not isinstance(item, dict) or k not in item:
                     raise ConfigError(f"{doc.where((section, i))}: {section}[{i}] needs {k!r}")
+    for cs in data.get("choice_sets", []):
+        if cs["choices"] == "lifecycle":
+            cs["choices"] = [list(c) for c in lifecycle_choices()]
     choice_names = {c["name"] for c in data.get("choice_sets", [])}
     for i, cf in enumerate(data.get("custom_fields", [])):
         if cf.get("choice_set") and cf["choice_set"] not in choice_names:

@@ -12,7 +12,7 @@ MAC addresses are objects of their own (``dcim.mac_addresses``) and an interface
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,21 +21,19 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from .errors import AuthError, ConflictError, NetBoxError, NotFoundError
-from .fleet import BMC_IFACE, MGMT_IFACE, FleetProfile
+from .errors import (
+    ConflictError,
+    NetBoxAuthError,
+    NetBoxError,
+    NetBoxNotFound,
+    NetBoxRequestError,
+    NetBoxUnavailable,
+    NotFoundError,
+)
 from .nbschema import MARK, Action, Change, Schema, diff, marked
 from .sku import SkuSpec
 
 DEVICE_ROLE = "gpu-server"
-STAGES = ("planned", "discovered", "provisioned", "burned_in", "judged", "recorded", "admitted", "quarantined")
-
-
-class NetBoxAuthError(NetBoxError, AuthError):
-    pass
-
-
-class NetBoxUnavailable(NetBoxError):
-    transient = True
 
 
 def connect(url: str, token: str, *, timeout: float = 30.0, retries: int = 3) -> pynetbox.api:
@@ -57,19 +55,28 @@ def connect(url: str, token: str, *, timeout: float = 30.0, retries: int = 3) ->
     return api
 
 
+def raise_for_status(status: int, detail: str) -> None:
+    """The one HTTP status -> exception map of the NetBox adapter."""
+    if status in (401, 403):
+        raise NetBoxAuthError(f"NetBox refused the API token ({status})",
+                              hint="check netbox_token_file in the settings and the token's permissions")
+    if status == 404:
+        raise NetBoxNotFound(f"NetBox has no such object (404): {detail[:300]}")
+    if status == 409:
+        raise NetBoxError(f"NetBox reports a conflict (409): {detail[:300]}", hint="retry; someone else wrote it")
+    if status == 429 or status >= 500:
+        raise NetBoxUnavailable(f"NetBox answered {status}: {detail[:300]}", hint="retry later")
+    raise NetBoxRequestError(f"NetBox rejected the request ({status}): {detail[:500]}",
+                             hint="the message names the field NetBox did not accept")
+
+
 def _guard(fn):
     """Translate pynetbox/requests failures into our error tree."""
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except pynetbox.RequestError as exc:
-            status = getattr(exc.req, "status_code", 0)
-            if status in (401, 403):
-                raise NetBoxAuthError(f"NetBox refused the API token ({status})",
-                                      hint="check netbox_token_file in the settings and the token's permissions") from None
-            if status >= 500:
-                raise NetBoxUnavailable(f"NetBox answered {status}: {exc.error[:300]}") from None
-            raise NetBoxError(f"NetBox rejected the request ({status}): {exc.error[:500]}") from None
+            raise_for_status(getattr(exc.req, "status_code", 0) or 0, str(exc.error))
         except requests.ConnectionError as exc:
             raise NetBoxUnavailable(f"cannot reach NetBox: {exc.__class__.__name__}",
                                     hint="is it running? `bringup lab status` shows the lab's") from None
@@ -78,13 +85,6 @@ def _guard(fn):
     wrapper.__name__ = fn.__name__
     wrapper.__doc__ = fn.__doc__
     return wrapper
-
-
-@dataclass
-class SeedReport:
-    created: list[str] = field(default_factory=list)
-    existing: list[str] = field(default_factory=list)
-    macs: int = 0
 
 
 @dataclass
@@ -208,86 +208,6 @@ class NetBox:
                 "device_types": ids, "data": cc["data"]})
         return changes
 
-    # --- seed -----------------------------------------------------------------------
-    @_guard
-    def seed(self, fleet: FleetProfile, skus: dict[str, SkuSpec]) -> SeedReport:
-        """Write a fleet profile to NetBox: site, racks, pools, devices in status planned,
-        their interfaces' MACs and their BMC / management IPs. Safe to run again."""
-        a = self.api
-        report = SeedReport()
-        role = a.dcim.device_roles.get(slug=DEVICE_ROLE)
-        if role is None:
-            raise NotFoundError(f"NetBox has no device role {DEVICE_ROLE!r}",
-                                hint="run `bringup netbox apply` first")
-        site = a.dcim.sites.get(slug=fleet.site) or a.dcim.sites.create(
-            {"name": fleet.site, "slug": fleet.site, "status": "active", "description": marked("")})
-        racks = {}
-        for rack in fleet.racks:
-            racks[rack] = a.dcim.racks.get(site_id=site.id, name=rack) or a.dcim.racks.create(
-                {"name": rack, "site": site.id, "status": "active"})
-        pool_tags = {}
-        for name, pool in fleet.pools.items():
-            slug = f"pool-{name}"
-            tag = a.extras.tags.get(slug=slug) or a.extras.tags.create(
-                {"name": slug, "slug": slug, "color": "607d8b", "description": marked(f"node pool {name}")})
-            pool_tags[name] = tag
-            data = {"bringup_pool": {"name": name, **pool.model_dump()}}
-            cc = a.extras.config_contexts.get(name=slug)
-            if cc is None:
-                a.extras.config_contexts.create({"name": slug, "weight": 2000, "tags": [slug], "data": data,
-                                                 "description": marked(f"node pool {name}")})
-            elif cc.data != data:
-                cc.update({"data": data})
-        dtypes = {dt.slug: dt for dt in a.dcim.device_types.filter(slug=sorted({n.sku for n in fleet.nodes}))}
-        for node in fleet.nodes:
-            dt = dtypes.get(node.sku)
-            if dt is None:
-                raise NotFoundError(f"NetBox has no device type {node.sku!r} (node {node.name})",
-                                    hint="run `bringup netbox apply` first")
-            sku = skus[node.sku]
-            dev = a.dcim.devices.get(name=node.name, site_id=site.id)
-            if dev is None:
-                dev = a.dcim.devices.create({
-                    "name": node.name, "device_type": dt.id, "role": role.id, "site": site.id,
-                    "rack": racks[node.rack].id, "status": "planned", "serial": node.serial,
-                    "tags": [{"slug": pool_tags[node.pool].slug}],
-                    "custom_fields": {"bringup_stage": "planned", "burnin_status": "pending",
-                                      "bios_profile": sku.bios_profile, "image_id": sku.image}})
-                report.created.append(node.name)
-            else:
-                report.existing.append(node.name)
-            report.macs += self._seed_interfaces(dev, node, sku)
-        return report
-
-    def _seed_interfaces(self, dev, node, sku: SkuSpec) -> int:
-        a = self.api
-        ifaces = {i.name: i for i in a.dcim.interfaces.filter(device_id=dev.id)}
-        missing = [n for n in node.interface_names(sku.nics.compute) if n not in ifaces]
-        if missing:
-            raise NetBoxError(f"device {node.name} lacks interfaces {missing} of its device type",
-                              hint="check the device type's interface templates (`bringup netbox apply`)")
-        new_macs = []
-        for name in node.interface_names(sku.nics.compute):
-            itf = ifaces[name]
-            if itf.primary_mac_address is None:
-                new_macs.append({"mac_address": node.mac_of(name), "assigned_object_type": "dcim.interface",
-                                 "assigned_object_id": itf.id})
-        if new_macs:
-            created = a.dcim.mac_addresses.create(new_macs)
-            a.dcim.interfaces.update([{"id": m.assigned_object_id, "primary_mac_address": m.id} for m in created])
-        updates: dict[str, int] = {}
-        for iface, addr, attr in ((BMC_IFACE, node.bmc_address, "oob_ip"), (MGMT_IFACE, node.address, "primary_ip4")):
-            if getattr(dev, attr) is not None:
-                continue
-            ip = a.ipam.ip_addresses.create({"address": f"{addr}/32", "status": "active",
-                                             "assigned_object_type": "dcim.interface",
-                                             "assigned_object_id": ifaces[iface].id,
-                                             "description": f"{node.name} {iface}"})
-            updates[attr] = ip.id
-        if updates:
-            dev.update(updates)
-        return len(new_macs)
-
     # --- reading what a node should be ----------------------------------------------------
     @_guard
     def nodes(self, *, site: str | None = None, rack: str | None = None, tag: str | None = None,
@@ -343,8 +263,6 @@ class NetBox:
             raise NotFoundError(f"device #{node_id} is gone from NetBox")
         cf = dict(fields or {})
         if stage:
-            if stage not in STAGES:
-                raise ValueError(f"unknown stage {stage!r}")
             cf["bringup_stage"] = stage
         body: dict[str, Any] = {}
         if cf:
@@ -365,6 +283,13 @@ class NetBox:
             "assigned_object_type": "dcim.device", "assigned_object_id": node_id,
             "kind": kind, "comments": comments})
         return entry.id
+
+    @_guard
+    def journal_texts(self, entry_ids: list[int]) -> dict[int, str]:
+        """The comments of the given journal entries, by id (missing ones are absent)."""
+        if not entry_ids:
+            return {}
+        return {e.id: e.comments for e in self.api.extras.journal_entries.filter(id=list(entry_ids))}
 
     @_guard
     def journal_entries(self, node_id: int) -> list[dict[str, Any]]:

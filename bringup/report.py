@@ -1,6 +1,6 @@
 """Render what a commission run did: a fleet table and one markdown summary per node.
 
-Pure functions over :class:`~bringup.lifecycle.NodeReport`; the flows publish them as
+Pure functions over :class:`~bringup.results.NodeReport`; the flows publish them as
 Prefect artifacts and the CLI prints them with rich.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .lifecycle import NodeReport, Outcome
+from .results import NodeReport, StepResult
 
 #: figures shown as fleet-table columns, in this order, when any node has them
 KEY_FIGURES = ("gpus", "busbw_gbps", "max_temp_c", "driver")
@@ -29,7 +29,7 @@ def fleet_rows(reports: Iterable[NodeReport]) -> list[dict[str, str]]:
     return rows
 
 
-def node_markdown(report: NodeReport, outcomes: Iterable[Outcome] = ()) -> str:
+def node_markdown(report: NodeReport, outcomes: Iterable[StepResult] = ()) -> str:
     lines = [f"# {report.node}: {report.verdict}", "",
              f"- stage: **{report.stage}**",
              f"- NetBox: {report.netbox_url or '-'}"]
@@ -43,10 +43,10 @@ def node_markdown(report: NodeReport, outcomes: Iterable[Outcome] = ()) -> str:
         lines += [f"| {k} | {v} |" for k, v in sorted(report.figures.items())]
     outcomes = list(outcomes)
     if outcomes:
-        lines += ["", "## Stages", "", "| stage | result | summary |", "|---|---|---|"]
+        lines += ["", "## Steps", "", "| step | result | summary |", "|---|---|---|"]
         for o in outcomes:
             result = "skipped (done before)" if o.skipped else ("ok" if o.ok else "**failed**")
-            lines.append(f"| {o.stage} | {result} | {o.summary or '; '.join(o.reasons)} |")
+            lines.append(f"| {o.step} | {result} | {o.summary or '; '.join(o.reasons)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -13,10 +13,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError, ParseError
+from .resources import data_dir
 from .yamlio import load_file, validation_error
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-SCHEMA_DIR = REPO_ROOT / "netbox"
+SCHEMA_DIR = data_dir("netbox")
 
 
 class GpuSpec(BaseModel):

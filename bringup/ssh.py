@@ -17,7 +17,7 @@ from pathlib import Path
 
 import paramiko
 
-from .errors import ConfigError, SSHError
+from .errors import ConfigError, HostKeyMismatch, SSHError
 
 
 def fingerprint(key_blob: bytes) -> str:
@@ -91,12 +91,10 @@ def wait_for_ssh(address: str, port: int, expected_host_key: str, timeout: float
         else:
             if seen == want:
                 return fingerprint(seen)
-            err = SSHError(f"{who} presented host key {fingerprint(seen)} but we expect {fingerprint(want)} "
-                           f"({key_type}); refusing to connect",
-                           hint="if the node was legitimately re-keyed, update the expected key in "
-                                "known_hosts; otherwise treat it as an intruder")
-            err.transient = False
-            raise err
+            raise HostKeyMismatch(f"{who} presented host key {fingerprint(seen)} but we expect "
+                                  f"{fingerprint(want)} ({key_type}); refusing to connect",
+                                  hint="if the node was legitimately re-keyed, update the expected key in "
+                                       "known_hosts; otherwise treat it as an intruder")
         if time.monotonic() + interval > deadline:
             break
         time.sleep(interval)

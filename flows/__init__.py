@@ -1,2 +1,3 @@
-"""Prefect flows: orchestration only (fan-out, concurrency limits, retries, schedules,
-artifacts). Every task calls exactly one function of :mod:`bringup.stages`."""
+"""Prefect flows: orchestration only (fan-out, child runs, concurrency limits, retries,
+schedules, artifacts). Every flow is built from :mod:`bringup.lifecycle` through
+:mod:`flows.walk`; none walks the stages on its own."""

@@ -12,8 +12,8 @@ import re
 from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from bringup.lifecycle import NodeReport, Outcome
 from bringup.report import fleet_rows, node_markdown, summary_text
+from bringup.results import NodeReport, StepResult
 
 
 def _key(text: str) -> str:
@@ -26,7 +26,7 @@ def publish_plan(plan: list[dict], prefix: str = "commission") -> None:
     create_table_artifact(key=_key(f"{prefix}-plan"), table=plan, description="What a real run would do")
 
 
-def publish_node(report: NodeReport, outcomes: list[Outcome], prefix: str = "commission") -> None:
+def publish_node(report: NodeReport, outcomes: list[StepResult], prefix: str = "commission") -> None:
     """One node's markdown summary: verdict, reasons, and each stage's outcome. A failure
     to publish is logged, not raised: NetBox already holds the node's record, and the
     node's work must not be reported as failed for want of a summary."""

@@ -1,102 +1,82 @@
-"""The ``commission`` flow: nodes from planned to admitted or quarantined.
+"""The ``commission`` flow: nodes from planned to active (or quarantined), built from the
+lifecycle's table (see :mod:`flows.walk`).
 
-Each node walks the stages it still needs (read from NetBox, so a rerun resumes and a
-finished node is a no-op); nodes run side by side, queuing on the global concurrency
-limits. At the end the run publishes a fleet table and one markdown summary per node.
+Over several racks, with more than one online batch worker, the run dispatches child
+flow runs of whole racks (``commission-batch``) so that every worker takes a share;
+otherwise it walks the nodes itself. Either way it ends with a fleet table artifact
+and one markdown summary per node.
 """
 
 from __future__ import annotations
 
-from prefect import flow, get_run_logger, task
+from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from bringup.lifecycle import NodeReport, Outcome, interleave_by, remaining
+from bringup.lifecycle import State, parse_state, path
 
-from . import tasks
-from .tasks import PLAIN
-from .artifacts import publish_fleet, publish_node, publish_plan
-from .limits import drain_releases
-
-#: each stage's steps for node ``n`` of ``rack``; ``q`` is the node's place in the run,
-#: which orders it in the queues for shared limits (see flows.limits.slot)
-STAGE_TASKS = {
-    "discovered": lambda n, rack, profile, q: [tasks.discover(n, q)],
-    "provisioned": lambda n, rack, profile, q: _chain(
-        lambda: tasks.bios(n, q), lambda: tasks.install(n, q), lambda: tasks.configure(n)),
-    "burned_in": lambda n, rack, profile, q: [tasks.burn_in(n, rack, profile, q)],
-    "judged": lambda n, rack, profile, q: [tasks.judge(n)],
-    "recorded": lambda n, rack, profile, q: [tasks.record(n)],
-    "admitted": lambda n, rack, profile, q: [tasks.admit(n)],
-}
+from . import runtime
+from .artifacts import publish_fleet, publish_plan
+from .batches import BATCH_DEPLOYMENT, dispatch, online_workers, split
+from .walk import RunFailed, fan_out
 
 
-def _chain(*steps) -> list[Outcome]:
-    """Run steps of one stage in order, stopping at the first that failed."""
-    out = []
-    for step in steps:
-        o = step()
-        out.append(o)
-        if o.failed:
-            break
-    return out
+def _plan_rows(selected, force: bool, until: State = State.ACTIVE) -> list[dict]:
+    rows = []
+    for s in selected:
+        start = State.PLANNED if force else parse_state(s.stage)
+        steps = [st.name for state in path(start, until) for st in _steps(state)]
+        rows.append({"node": s.name, "rack": s.rack, "stage": s.stage, "would run": ", ".join(steps) or "nothing"})
+    return rows
 
 
-@task(name="commission node", task_run_name="commission {node}", **PLAIN)
-def commission_node(node: str, rack: str, stage: str, burnin_profile: str, force: bool,
-                    until: str = "admitted", prefix: str = "commission",
-                    order: int = 0) -> tuple[NodeReport, list[Outcome]]:
-    log = get_run_logger()
-    outcomes: list[Outcome] = []
-    todo = remaining(stage, force=force, until=until)
-    if not todo:
-        log.info("%s is %s: nothing to do (force=True to redo)", node, stage)
-    for st in todo:
-        try:
-            step = STAGE_TASKS[st](node, rack, burnin_profile, order)
-        except Exception as exc:  # retries exhausted or a bug: the node stays where it was
-            log.error("%s: stage %s did not finish: %s", node, st, exc)
-            outcomes.append(Outcome(node=node, stage=st, ok=False, summary=f"error: {exc}",
-                                    reasons=[f"{st} did not finish: {exc}"]))
-            break
-        outcomes.extend(step)
-        if any(o.failed for o in step):
-            break
-    report = tasks.report(node)
-    if outcomes and outcomes[-1].failed and report.verdict not in ("quarantined",):
-        report.reasons = report.reasons or outcomes[-1].reasons
-    publish_node(report, outcomes, prefix=prefix)
-    return report, outcomes
+def _steps(state: State):
+    from bringup.lifecycle import TABLE
+    return TABLE[state].steps
 
 
-def fan_out(selected, *, burnin_profile: str = "quick", force: bool = False, until: str = "admitted",
-            prefix: str = "commission") -> list[dict]:
-    """Walk each selected node through its remaining stages side by side, then publish.
-    Nodes take turns rack by rack (in starting and in every queue for a shared limit),
-    so every rack's burn-in slots fill early and stay busy."""
-    futures = [commission_node.submit(s.name, s.rack, s.stage, burnin_profile, force, until=until, prefix=prefix,
-                                      order=i)
-               for i, s in enumerate(interleave_by(list(selected), key=lambda s: s.rack))]
-    reports = [f.result()[0] for f in futures]
-    publish_fleet(reports, prefix=prefix)
-    drain_releases()  # the run ends with every slot it took back on the server
-    return [r.model_dump() for r in reports]
-
-
-@flow(name="commission", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=64))
+@flow(name="commission", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=1024))
 def commission(site: str | None = None, rack: str | None = None, tag: str | None = None,
                nodes: list[str] | None = None, burnin_profile: str = "quick", dry_run: bool = False,
-               force: bool = False) -> list[dict]:
-    """Discover, provision, burn in, judge, record and admit (or quarantine) nodes.
+               force: bool = False, config: str | None = None, batches: int | None = None,
+               batch_deployment: str = BATCH_DEPLOYMENT) -> list[dict]:
+    """Discover, provision, burn in, judge and admit (or quarantine) nodes.
 
-    Select by site, rack, NetBox tag or explicit node names. ``dry_run`` only shows
-    what would run; ``force`` redoes finished and quarantined nodes.
-    """
-    selected = tasks.select(site, rack, tag, nodes)
+    Select by site, rack, NetBox tag or explicit node names. ``dry_run`` only shows what
+    would run; ``force`` redoes finished and quarantined nodes. ``config`` names the
+    settings file. ``batches`` overrides the number of child runs (default: one per
+    online worker of the batch pool; 1 walks every node in this run)."""
+    rt = runtime.get(config)
+    selected = rt.select(site=site, rack=rack, tag=tag, names=nodes)
     log = get_run_logger()
     if dry_run:
-        rows = [{"node": s.name, "rack": s.rack, "stage": s.stage,
-                 "would run": ", ".join(remaining(s.stage, force=force)) or "nothing"} for s in selected]
+        rows = _plan_rows(selected, force)
         publish_plan(rows)
         return rows
-    log.info("commissioning %d node(s)", len(selected))
-    return fan_out(selected, burnin_profile=burnin_profile, force=force)
+    params = {"burnin_profile": burnin_profile}
+    n = batches if batches is not None else online_workers()
+    groups = split(selected, n) if n > 1 else [selected]
+    if len(groups) < 2:
+        log.info("commissioning %d node(s) in this run", len(selected))
+        return fan_out(selected, params, config=config, force=force)
+    log.info("commissioning %d node(s) in %d child runs", len(selected), len(groups))
+    runs = dispatch(groups, {"burnin_profile": burnin_profile, "force": force, "config": config},
+                    deployment=batch_deployment)
+    rows, failed = [], []
+    lc = rt.lifecycle()
+    for run, group in zip(runs, groups):
+        if not (run.state and run.state.is_completed()):
+            failed.append(f"{run.name}: {run.state.type.value if run.state else 'unknown'}")
+        rows += [lc.report(s.name) for s in group]
+    publish_fleet(rows)
+    if failed:
+        raise RunFailed(f"child runs did not complete: {'; '.join(failed)}",
+                        hint="open them in the Prefect UI; their nodes are held where they stopped")
+    return [r.model_dump() for r in rows]
+
+
+@flow(name="commission-batch", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=1024))
+def commission_batch(nodes: list[str], burnin_profile: str = "quick", force: bool = False,
+                     config: str | None = None) -> list[dict]:
+    """One share of a commission run: the named nodes (whole racks), walked in this run."""
+    selected = runtime.get(config).select(names=nodes)
+    return fan_out(selected, {"burnin_profile": burnin_profile}, config=config, force=force, prefix="commission")

@@ -10,12 +10,14 @@ import os
 import sys
 import time
 
-from bringup import stages
 from bringup.report import summary_text
 
 
 def main(site: str | None = None, timeout: float = 3600.0) -> int:
-    ctx = stages.Context.from_settings()
+    from bringup.context import Context
+    from bringup.stages import lifecycle, select
+
+    ctx = Context.from_settings()
     # the settings name the Prefect server; set it before Prefect is imported
     os.environ["PREFECT_API_URL"] = ctx.settings.prefect_api_url
     from prefect.deployments import run_deployment
@@ -26,7 +28,8 @@ def main(site: str | None = None, timeout: float = 3600.0) -> int:
     run = run_deployment("commission/commission", parameters={"site": site}, timeout=timeout)
     state = run.state
     print(f"flow run {run.name}: {state.type.value if state else '?'} after {time.monotonic() - t0:.0f}s", flush=True)
-    reports = [stages.report(ctx, s.name) for s in stages.select(ctx, site=site)]
+    lc = lifecycle(ctx)
+    reports = [lc.report(s.name) for s in select(ctx, site=site)]
     print()
     print(summary_text(reports))
     print()

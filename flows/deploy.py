@@ -1,5 +1,5 @@
-"""Register bringup with a Prefect server: work pool, global concurrency limits,
-the deployments of prefect.yaml, and (for the lab) a process worker.
+"""Register bringup with a Prefect server: work pools, global concurrency limits and the
+deployments of prefect.yaml.
 
 Run as ``python -m flows.deploy`` or through ``bringup deploy``.
 """
@@ -15,38 +15,46 @@ from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import WorkPoolCreate
 from prefect.exceptions import ObjectNotFound
 
+from bringup.resources import package_root, project_file
+
+from .batches import BATCH_POOL
 from .limits import DEFAULT_LIMITS, ensure_limits
 
-REPO = Path(__file__).resolve().parent.parent
 WORK_POOL = "bringup-process"
+POOLS = {WORK_POOL: "bringup flows on this controller",
+         BATCH_POOL: "child runs of large commission runs (one batch of racks per worker)"}
 
 
-def ensure_work_pool(name: str = WORK_POOL) -> bool:
+def ensure_work_pools() -> list[str]:
+    created = []
     with get_client(sync_client=True) as client:
-        try:
-            client.read_work_pool(name)
-            return False
-        except ObjectNotFound:
-            client.create_work_pool(WorkPoolCreate(name=name, type="process",
-                                                   description="bringup flows on this controller"))
-            return True
+        for name, description in POOLS.items():
+            try:
+                client.read_work_pool(name)
+            except ObjectNotFound:
+                client.create_work_pool(WorkPoolCreate(name=name, type="process", description=description))
+                created.append(name)
+    return created
 
 
 def deploy_all(env: dict[str, str] | None = None) -> None:
-    run_env = {**os.environ, **(env or {}), "BRINGUP_REPO": str(REPO)}
+    # workers start flow runs from the folder that holds the flows package (a checkout,
+    # or site-packages when bringup is installed as a wheel)
+    root = package_root("flows").parent
+    run_env = {**os.environ, **(env or {}), "BRINGUP_REPO": str(root)}
     exe = Path(sys.executable).parent / "prefect"
-    r = subprocess.run([str(exe), "--no-prompt", "deploy", "--all", "--prefect-file", str(REPO / "prefect.yaml")],
-                       cwd=REPO, env=run_env, capture_output=True, text=True)
+    r = subprocess.run([str(exe), "--no-prompt", "deploy", "--all", "--prefect-file", str(project_file())],
+                       cwd=root, env=run_env, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"prefect deploy failed:\n{(r.stdout + r.stderr)[-3000:]}")
 
 
 def register(limits: dict[str, int] | None = None) -> None:
-    ensure_work_pool()
+    ensure_work_pools()
     ensure_limits({**DEFAULT_LIMITS, **(limits or {})}, overwrite=limits is not None)
     deploy_all()
 
 
 if __name__ == "__main__":
     register()
-    print(f"registered work pool {WORK_POOL}, limits {DEFAULT_LIMITS} and the deployments of prefect.yaml")
+    print(f"registered work pools {', '.join(POOLS)}, limits {DEFAULT_LIMITS} and the deployments of prefect.yaml")

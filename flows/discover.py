@@ -5,12 +5,16 @@ from __future__ import annotations
 from prefect import flow
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from . import tasks
-from .commission import fan_out
+from bringup.lifecycle import State
+
+from . import runtime
+from .walk import fan_out
 
 
-@flow(name="discover", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=64))
+@flow(name="discover", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=256))
 def discover(site: str | None = None, rack: str | None = None, tag: str | None = None,
-             nodes: list[str] | None = None, force: bool = False) -> list[dict]:
-    """Discovery and verification only; nodes with critical findings are quarantined."""
-    return fan_out(tasks.select(site, rack, tag, nodes), force=force, until="discovered", prefix="discover")
+             nodes: list[str] | None = None, force: bool = False, config: str | None = None) -> list[dict]:
+    """Discovery and verification of planned nodes; critical findings quarantine.
+    Nodes past discovery are left alone (``force`` restarts them from planned)."""
+    selected = runtime.get(config).select(site=site, rack=rack, tag=tag, names=nodes)
+    return fan_out(selected, {}, config=config, force=force, until=State.DISCOVERED.value, prefix="discover")

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import os
 import random
 import threading
 import time
@@ -91,7 +90,7 @@ SLOT_CONNECTIONS = 64
 _gates: dict[str, Gate] = {}
 _lock = threading.Lock()
 _wire = threading.Lock()
-_PARALLEL_WRITES = os.environ.get("BRINGUP_SLOT_WRITES", "serial").strip().lower() == "parallel"
+_parallel: bool | None = None
 _client = None
 _releaser: ThreadPoolExecutor | None = None
 _pending: set[Future] = set()
@@ -224,14 +223,39 @@ def _gate(name: str) -> Gate | None:
     return gate
 
 
+def server_database(client) -> str:
+    """``postgresql`` or ``sqlite``: the database behind the Prefect server, from its
+    settings (``server.database.driver``; the connection URL itself comes back
+    obfuscated). ``unknown`` when the server does not say."""
+    try:
+        resp = client.request("GET", "/admin/settings")
+        db = ((resp.json().get("server") or {}).get("database") or {})
+    except Exception:  # noqa: BLE001 - an older or locked-down server: assume the cautious mode
+        return "unknown"
+    driver = str(db.get("driver") or db.get("connection_url") or "")
+    if driver.startswith("postgresql"):
+        return "postgresql"
+    if driver.startswith("sqlite"):
+        return "sqlite"
+    return "unknown"
+
+
+def parallel_writes() -> bool:
+    """Whether slot writes of this process may overlap: only on a PostgreSQL server."""
+    global _parallel
+    if _parallel is None:
+        _parallel = server_database(_shared_client()) == "postgresql"
+    return _parallel
+
+
 @contextmanager
 def _on_wire() -> Iterator[None]:
-    """Slot writes (take, renew, release) of this process go one at a time unless
-    ``BRINGUP_SLOT_WRITES=parallel``. A SQLite-backed server (Prefect's default) makes a
-    second concurrent write wait for its database lock: measured 2.1 s instead of
-    0.03 s. PostgreSQL has no such lock: set ``parallel`` there (bench/commission.py
-    does). Hand-offs inside the process keep these writes few either way."""
-    if _PARALLEL_WRITES:
+    """Slot writes (take, renew, release) of this process go one at a time unless the
+    server runs on PostgreSQL (asked once, see :func:`parallel_writes`). A SQLite-backed
+    server makes a second concurrent write wait for its database lock: measured 2.1 s
+    instead of 0.03 s. PostgreSQL has no such lock. Hand-offs inside the process keep
+    these writes few either way."""
+    if parallel_writes():
         yield
     else:
         with _wire:

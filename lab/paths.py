@@ -25,7 +25,7 @@ class LabPaths:
     home: Path
 
     @classmethod
-    def default(cls) -> "LabPaths":
+    def default(cls) -> LabPaths:
         return cls(lab_home())
 
     @property

@@ -1,12 +1,14 @@
-"""The lab's Prefect 3 server (SQLite under the lab home by default), UI included.
+"""The lab's Prefect 3 server, UI included, on the lab's PostgreSQL by default.
 
-``BRINGUP_PREFECT_DATABASE_URL`` may name a PostgreSQL database instead
-(``postgresql+asyncpg://...``), e.g. one on the lab's own PostgreSQL.
+PostgreSQL because that is what a fleet needs (a SQLite-backed server serialises every
+write: slot requests of a large run wait seconds for its lock, measured) and what users
+already run. ``database="sqlite"`` keeps the SQLite option (a file under the server's
+home). The driver is always set explicitly, so clients can tell which database the
+server uses from its settings (see :func:`flows.limits.server_database`).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import urllib.request
 from pathlib import Path
@@ -15,8 +17,9 @@ from . import procs
 from .paths import HOST, PREFECT_PORT, LabPaths
 
 
-def prefect_env(home: Path, port: int = PREFECT_PORT) -> dict[str, str]:
-    """Environment for every Prefect client or server of the lab."""
+def prefect_env(home: Path, port: int = PREFECT_PORT, database_url: str | None = None) -> dict[str, str]:
+    """Environment for every Prefect client or server of the lab; ``database_url`` None
+    means SQLite under ``home``."""
     env = {
         "PREFECT_HOME": str(home),
         "PREFECT_API_URL": f"http://{HOST}:{port}/api",
@@ -30,18 +33,40 @@ def prefect_env(home: Path, port: int = PREFECT_PORT) -> dict[str, str]:
         # minutes and a queued node should take one promptly, not half a minute later
         "PREFECT_SERVER_CONCURRENCY_MAXIMUM_CONCURRENCY_SLOT_WAIT_SECONDS": "2",
     }
-    db = os.environ.get("BRINGUP_PREFECT_DATABASE_URL")
-    env["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = db or f"sqlite+aiosqlite:///{home}/prefect.db"
+    url = database_url or f"sqlite+aiosqlite:///{home}/prefect.db"
+    env["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = url
+    env["PREFECT_SERVER_DATABASE_DRIVER"] = url.split("://", 1)[0]
     return env
 
 
 class PrefectServer:
     def __init__(self, paths: LabPaths, *, name: str = "prefect", home: Path | None = None,
-                 port: int = PREFECT_PORT) -> None:
+                 port: int = PREFECT_PORT, database: str = "postgresql", db_name: str | None = None) -> None:
+        if database not in ("postgresql", "sqlite"):
+            raise ValueError(f"Prefect database must be postgresql or sqlite, not {database!r}")
         self.paths = paths
         self.name = name
         self.home = home or paths.prefect
         self.port = port
+        self.database = database
+        self.db_name = db_name or name.replace("-", "_")
+
+    def database_url(self) -> str | None:
+        if self.database == "sqlite":
+            return None
+        from .paths import PG_PORT
+        from .postgres import SUPERUSER, Postgres
+        return f"postgresql+asyncpg://{SUPERUSER}:{Postgres(self.paths).password}@{HOST}:{PG_PORT}/{self.db_name}"
+
+    def ensure_database(self) -> None:
+        """The server's own PostgreSQL database on the lab cluster (started if needed)."""
+        if self.database != "postgresql":
+            return
+        from .postgres import Postgres
+        pg = Postgres(self.paths)
+        pg.start()
+        if not pg.exists(self.db_name):
+            pg.create(self.db_name)
 
     @property
     def url(self) -> str:
@@ -52,7 +77,7 @@ class PrefectServer:
         return f"{self.url}/api"
 
     def env(self) -> dict[str, str]:
-        return prefect_env(self.home, self.port)
+        return prefect_env(self.home, self.port, self.database_url())
 
     def healthy(self) -> bool:
         try:
@@ -72,6 +97,7 @@ class PrefectServer:
         if self.healthy():
             return
         self.home.mkdir(parents=True, exist_ok=True)
+        self.ensure_database()
         exe = Path(sys.executable).parent / "prefect"
         procs.start(self.name, [str(exe), "server", "start", "--host", HOST, "--port", str(self.port),
                                 "--no-background"],

@@ -17,8 +17,8 @@ from pathlib import Path
 import yaml
 
 from bringup.errors import LabError
-from bringup.fleet import FleetProfile, load_fleet
 from bringup.sku import load_skus, nic_counts
+from lab.fleet import FleetProfile, load_fleet
 
 from . import procs
 from .netbox_server import LIVE_DB, NetBox
@@ -55,13 +55,18 @@ SIM_SERVICES = [
 
 
 class Lab:
-    def __init__(self, paths: LabPaths | None = None, fleet_path: Path | None = None) -> None:
+    def __init__(self, paths: LabPaths | None = None, fleet_path: Path | None = None,
+                 prefect_db: str | None = None) -> None:
         self.paths = paths or LabPaths.default()
         self.pg = Postgres(self.paths)
         self.redis = Redis(self.paths)
         self.netbox = NetBox(self.paths, self.pg)
-        self.prefect = PrefectServer(self.paths)
+        self.prefect = PrefectServer(self.paths, database=prefect_db or self._remembered("prefect-db", "postgresql"))
         self._fleet_path = fleet_path
+
+    def _remembered(self, name: str, default: str) -> str:
+        path = self.paths.home / name
+        return path.read_text().strip() if path.exists() else default
 
     @property
     def fleet_path(self) -> Path:
@@ -75,8 +80,25 @@ class Lab:
     def fleet(self) -> FleetProfile:
         return load_fleet(self.fleet_path, nic_counts(load_skus()))
 
-    def up(self, progress: Callable[[str], None] = print, with_sims: bool = True) -> dict[str, float]:
-        """Start everything; returns seconds spent per step."""
+    def prepare(self, progress: Callable[[str], None] = print) -> dict[str, float]:
+        """The slow first-time work, with nothing served yet: PostgreSQL and Redis up, the
+        NetBox release installed and its pristine database migrated (minutes, once per
+        NetBox version). The test suite runs this first, outside any test's time limit."""
+        timings: dict[str, float] = {}
+        self.paths.ensure()
+        for name, fn in (("postgresql", self.pg.start), ("redis", self.redis.start),
+                         ("netbox install", self.netbox.ensure_venv), ("netbox config", self.netbox.write_config),
+                         ("netbox pristine db", lambda: self.netbox.ensure_pristine(progress))):
+            t = time.monotonic()
+            progress(f"{name}...")
+            fn()
+            timings[name] = time.monotonic() - t
+        return timings
+
+    def up(self, progress: Callable[[str], None] = print, with_sims: bool = True,
+           workers: int | None = None) -> dict[str, float]:
+        """Start everything; returns seconds spent per step. ``workers`` batch workers take
+        the child runs of large commission runs (default: as many as last time, else 1)."""
         timings: dict[str, float] = {}
 
         def step(name: str, fn: Callable[[], object]) -> None:
@@ -88,6 +110,9 @@ class Lab:
         fleet = self.fleet()  # validate before starting anything
         self.paths.ensure()
         (self.paths.home / "fleet-path").write_text(str(self.fleet_path.resolve()) + "\n")
+        (self.paths.home / "prefect-db").write_text(self.prefect.database + "\n")
+        workers = workers if workers is not None else int(self._remembered("batch-workers", "1"))
+        (self.paths.home / "batch-workers").write_text(f"{workers}\n")
         step("postgresql", self.pg.start)
         step("redis", self.redis.start)
         step("netbox install", self.netbox.ensure_venv)
@@ -102,7 +127,7 @@ class Lab:
                     step(svc.name, lambda svc=svc: self._start_sim(svc, fleet))
         self.write_settings(fleet)
         step("prefect deployments", self.register_deployments)
-        step("prefect worker", self.start_worker)
+        step("prefect workers", lambda: self.start_workers(workers))
         return timings
 
     def register_deployments(self) -> None:
@@ -113,17 +138,35 @@ class Lab:
         if r.returncode != 0:
             raise LabError(f"registering the Prefect deployments failed:\n{(r.stdout + r.stderr)[-2000:]}")
 
-    def start_worker(self) -> None:
-        """A process worker for the bringup work pool; flow runs start from this checkout."""
+    def _worker_names(self) -> list[str]:
+        return sorted(p.stem for p in self.paths.run.glob("prefect-worker*.pid"))
+
+    def start_workers(self, batch_workers: int = 1) -> None:
+        """One process worker for the runs (``bringup-process``) and ``batch_workers`` for the
+        child runs of large commissions (``bringup-batch``, one run at a time each). Extra
+        batch workers of an earlier ``up`` are stopped."""
+        self._start_worker("prefect-worker", "bringup-process")
+        for i in range(1, batch_workers + 1):
+            self._start_worker(f"prefect-worker-batch-{i}", "bringup-batch", limit=1)
+        for name in self._worker_names():
+            if name.startswith("prefect-worker-batch-") and int(name.rsplit("-", 1)[1]) > batch_workers:
+                procs.stop(name, self.paths.run)
+
+    def _start_worker(self, name: str, pool: str, limit: int | None = None) -> None:
+        """A process worker; flow runs start from this checkout with the lab's settings."""
         exe = Path(sys.executable).parent / "prefect"
-        procs.start("prefect-worker", [str(exe), "worker", "start", "--pool", "bringup-process", "--type", "process"],
-                    run_dir=self.paths.run, log_dir=self.paths.logs, cwd=REPO_ROOT,
+        argv = [str(exe), "worker", "start", "--pool", pool, "--type", "process", "--name", name]
+        if limit:
+            argv += ["--limit", str(limit)]
+        log = self.paths.logs / f"{name}.log"
+        procs.start(name, argv, run_dir=self.paths.run, log_dir=self.paths.logs, cwd=REPO_ROOT,
                     env={**self.prefect.env(), "BRINGUP_LAB_HOME": str(self.paths.home),
-                         "BRINGUP_CONFIG": str(self.paths.config)})
-        procs.wait_until(lambda: "started" in (self.paths.logs / "prefect-worker.log").read_text(errors="replace").lower()
-                         if (self.paths.logs / "prefect-worker.log").exists() else False,
-                         timeout=60, what="Prefect worker", log=self.paths.logs / "prefect-worker.log",
-                         alive=lambda: procs.pid_of(self.paths.run, "prefect-worker") is not None)
+                         "BRINGUP_CONFIG": str(self.paths.config),
+                         # a new child run is picked up within a second or two, not ten
+                         "PREFECT_WORKER_QUERY_SECONDS": "2", "PREFECT_WORKER_PREFETCH_SECONDS": "5"})
+        procs.wait_until(lambda: "started" in log.read_text(errors="replace").lower() if log.exists() else False,
+                         timeout=60, what=f"Prefect worker {name}", log=log,
+                         alive=lambda: procs.pid_of(self.paths.run, name) is not None)
 
     def _start_sim(self, svc: SimService, fleet: FleetProfile) -> None:
         procs.start(svc.name, [sys.executable, "-m", f"lab.{svc.module}", "serve",
@@ -135,8 +178,9 @@ class Lab:
 
     def down(self) -> list[str]:
         stopped = []
-        if procs.stop("prefect-worker", self.paths.run):
-            stopped.append("prefect-worker")
+        for name in self._worker_names():
+            if procs.stop(name, self.paths.run):
+                stopped.append(name)
         for svc in reversed(SIM_SERVICES):
             if procs.stop(svc.name, self.paths.run):
                 stopped.append(svc.name)
@@ -189,9 +233,11 @@ class Lab:
              "url": self.netbox.url(NETBOX_PORT),
              "credentials": f"user admin: {s / 'netbox-admin-password'}; API token: {s / 'netbox-token'}"},
             {"service": "prefect", "up": self.prefect.healthy(), "url": self.prefect.url, "credentials": "-"},
-            {"service": "prefect-worker", "up": procs.pid_of(self.paths.run, "prefect-worker") is not None,
-             "url": "work pool bringup-process", "credentials": "-"},
         ]
+        for name in self._worker_names() or ["prefect-worker"]:
+            pool = "bringup-batch" if "batch" in name else "bringup-process"
+            rows.append({"service": name, "up": procs.pid_of(self.paths.run, name) is not None,
+                         "url": f"work pool {pool}", "credentials": "-"})
         try:
             fleet = self.fleet()
         except Exception:

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from bringup.fleet import load_fleet
 from bringup.netbox_adapter import NetBox, connect
 from bringup.sku import load_skus, nic_counts
+from lab.fleet import load_fleet
 
 REPO = Path(__file__).resolve().parent.parent
 TEST_NETBOX_PORT = 58081
@@ -60,7 +60,8 @@ def postgres(lab_paths):
 @pytest.fixture(scope="session")
 def netbox_server(lab_paths, postgres):
     """A real NetBox on its own port, over a clone of the pristine database."""
-    from lab.netbox_server import PRISTINE_DB, NetBox as NetBoxServer
+    from lab.netbox_server import PRISTINE_DB
+    from lab.netbox_server import NetBox as NetBoxServer
     srv = NetBoxServer(lab_paths, postgres)
     srv.ensure_venv()
     srv.write_config()

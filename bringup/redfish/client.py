@@ -46,7 +46,10 @@ from bringup.errors import (
     RedfishAuthError,
     RedfishError,
     RedfishNotFoundError,
+    RedfishRequestError,
+    RedfishServerError,
     RedfishTimeoutError,
+    RedfishTLSError,
 )
 
 from .models import (
@@ -220,9 +223,8 @@ class Bmc:
     def _transport_error(self, exc: BaseException, method: str, path: str) -> RedfishError:
         cause = exc.__cause__ or exc
         if isinstance(cause, requests.exceptions.SSLError):
-            err = RedfishError(f"{self._name()}: TLS verification failed for {self.base_url}: {cause}",
-                               hint="pass the BMC CA with ca_bundle=, or insecure=True for a lab")
-            return err
+            return RedfishTLSError(f"{self._name()}: TLS verification failed for {self.base_url}: {cause}",
+                                   hint="pass the BMC CA with ca_bundle=, or insecure=True for a lab")
         if isinstance(cause, requests.exceptions.Timeout):
             return RedfishTimeoutError(f"{self._name()}: no answer to {method} {path} within {self.timeout:g}s",
                                        hint="check the BMC is up and not overloaded; retry later")
@@ -263,10 +265,9 @@ class Bmc:
             status = resp.status
             if status >= 500:
                 msg = _message(self._decode(resp, path, lenient=True))
-                last = RedfishError(f"{self._name()}: {method} {path} answered HTTP {status}"
-                                    + (f": {msg}" if msg else ""),
-                                    hint="the BMC failed internally; retry later or reset the BMC")
-                last.transient = True
+                last = RedfishServerError(f"{self._name()}: {method} {path} answered HTTP {status}"
+                                          + (f": {msg}" if msg else ""),
+                                          hint="the BMC failed internally; retry later or reset the BMC")
                 continue
             headers = {k.lower(): v for k, v in resp.getheaders()}
             return _Reply(status, self._decode(resp, path), headers)
@@ -324,11 +325,11 @@ class Bmc:
                     raise last from None
             except ServerDownOrUnreachableError as exc:
                 status = getattr(getattr(exc, "response", None), "status", None)
-                last = RedfishError(f"{self._name()}: the service root answered HTTP {status}",
-                                    hint="the BMC's Redfish service is failing; retry later or reset the BMC")
                 if status is not None and status < 500 and status != 503:
-                    raise last from None
-                last.transient = True
+                    raise RedfishRequestError(f"{self._name()}: the service root answered HTTP {status}",
+                                              hint="check the BMC address and that Redfish is enabled") from None
+                last = RedfishServerError(f"{self._name()}: the service root answered HTTP {status}",
+                                          hint="the BMC's Redfish service is failing; retry later or reset the BMC")
             except JsonDecodingError:
                 raise ParseError("the service root is not valid JSON; it may be truncated", path="$",
                                  source=f"{self._name()} {ROOT}", hint="check the BMC firmware") from None

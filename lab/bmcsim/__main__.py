@@ -10,9 +10,9 @@ import threading
 from pathlib import Path
 
 from bringup.errors import BringupError
-from bringup.fleet import load_fleet
 from bringup.settings import lab_home
 from bringup.sku import load_skus, nic_counts
+from lab.fleet import load_fleet
 
 from .server import FleetSimulator
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from bringup.errors import ConfigError, LabError
-from bringup.fleet import FaultKind, FleetProfile, load_fleet
 from bringup.sku import load_skus, nic_counts
+from lab.fleet import FaultKind, FleetProfile, load_fleet
 
 from .server import FleetSimulator, ensure_credentials
 

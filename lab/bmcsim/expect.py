@@ -6,9 +6,9 @@ The benchmark and the tests verify discovery against this; in production the
 
 from __future__ import annotations
 
-from bringup.fleet import FleetProfile
 from bringup.sku import SkuSpec
 from bringup.verify import ExpectedNode
+from lab.fleet import FleetProfile
 
 
 def expected_nodes(fleet: FleetProfile, skus: dict[str, SkuSpec]) -> list[ExpectedNode]:

@@ -11,8 +11,8 @@ import hashlib
 import uuid
 from typing import Any
 
-from bringup.fleet import FaultKind, NodeSpec
 from bringup.sku import SkuSpec
+from lab.fleet import FaultKind, NodeSpec
 
 GPU_VENDOR = "NVIDIA Corporation"
 NIC_VENDOR = "Mellanox Technologies"

@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from bringup.fleet import FaultKind, FleetProfile, NodeSpec
 from bringup.sku import SkuSpec
+from lab.fleet import FaultKind, FleetProfile, NodeSpec
 
 from . import pki
 from .service import BmcService, Reply

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
 
-from bringup.fleet import FaultKind
+from lab.fleet import FaultKind
 
 from . import hardware
 from .state import BOOT_TARGETS, RESET_TYPES, BmcState

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bringup.fleet import NodeSpec
 from bringup.sku import SkuSpec
+from lab.fleet import NodeSpec
 
 from . import hardware
 

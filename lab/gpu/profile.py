@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bringup.fleet import Fault, FaultKind, NodeSpec
 from bringup.settings import lab_home
 from bringup.sku import SkuSpec
+from lab.fleet import Fault, FaultKind, NodeSpec
 
 from .build import build_nvml
 

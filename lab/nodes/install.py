@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from bringup.errors import ConfigError, LabError
-from bringup.fleet import FaultKind, NodeSpec
 from bringup.image import IMAGES_DIR, ImageManifest, manifest_for_url
 from bringup.sku import load_skus
+from lab.fleet import FaultKind, NodeSpec
 
 from .sshd import NodeDir, host_public_key, port_open, sshd_pid, start_sshd, stop_sshd, write_known_hosts
 

@@ -15,8 +15,8 @@ import threading
 import time
 from pathlib import Path
 
-from bringup.fleet import FaultKind, FleetProfile, NodeSpec, load_fleet
 from bringup.sku import load_skus, nic_counts
+from lab.fleet import FaultKind, FleetProfile, NodeSpec, load_fleet
 
 from .sshd import (
     NodeDir,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bringup.errors import LabError
-from bringup.fleet import NodeSpec
+from lab.fleet import NodeSpec
 from lab.pki import write_private
 
 

@@ -156,7 +156,7 @@ def test_pin_vars_and_lookup_by_url():
 
 
 def test_cli_render_writes_the_seed(tmp_path):
-    from bringup.cli import app
+    from bringup_cli import app
     res = CliRunner().invoke(app, ["image", "render", "ubuntu-2404-cuda128", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     doc = yaml.safe_load((tmp_path / "user-data").read_text())

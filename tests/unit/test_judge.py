@@ -182,10 +182,10 @@ def test_thresholds_for_unknown_sku_is_a_config_error():
 
 
 def test_make_plan(th):
-    from bringup.sku import REPO_ROOT
+    from bringup.resources import data_dir
     from bringup.yamlio import load_file
     sku = load_skus()[H100]
-    mv = manifest_versions(load_file(REPO_ROOT / "images" / "ubuntu-2404-cuda128.yaml").data)
+    mv = manifest_versions(load_file(data_dir("images") / "ubuntu-2404-cuda128.yaml").data)
     plan = make_plan(sku, th, mv, "quick", node="n1")
     assert plan["schema_version"] == 1 and plan["checks"] == th.required_checks
     assert plan["limits"]["min_busbw_gbps"] == 460 and 79 in plan["limits"]["fatal_xids"]

@@ -7,7 +7,6 @@ import datetime as dt
 import pytest
 
 from bringup.errors import ConfigError
-from bringup.fleet import Pool
 from bringup.labels import (
     QUARANTINE_KEY,
     gpu_product_label,
@@ -17,6 +16,7 @@ from bringup.labels import (
     reason_code,
     validate_labels,
 )
+from bringup.pool import Pool
 from bringup.sku import load_skus
 
 SKUS = load_skus()

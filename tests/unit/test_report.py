@@ -1,7 +1,7 @@
 """Fleet table and node summaries rendered from node reports."""
 
-from bringup.lifecycle import NodeReport, Outcome
 from bringup.report import fleet_rows, node_markdown, summary_text
+from bringup.results import NodeReport, StepResult
 
 A = NodeReport(node="n1", rack="r1", verdict="admitted", stage="admitted",
                figures={"busbw_gbps": 478.25, "gpus": 8},
@@ -30,8 +30,8 @@ def test_summary_names_joined_with_labels_and_quarantined_with_reason():
 
 
 def test_node_markdown_lists_stages():
-    md = node_markdown(Q, [Outcome(node="n2", stage="discovered", ok=True, skipped=True),
-                           Outcome(node="n2", stage="judged", ok=False, reasons=["busbw low"])])
+    md = node_markdown(Q, [StepResult(node="n2", step="discover", ok=True, skipped=True),
+                           StepResult(node="n2", step="judge", ok=False, reasons=["busbw low"])])
     assert md.startswith("# n2: quarantined")
-    assert "| discovered | skipped (done before) |" in md
-    assert "| judged | **failed** | busbw low |" in md
+    assert "| discover | skipped (done before) |" in md
+    assert "| judge | **failed** | busbw low |" in md

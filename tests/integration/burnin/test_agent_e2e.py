@@ -15,10 +15,10 @@ import pytest
 from bringup.burnin_plan import make_plan, manifest_versions
 from bringup.burnin_result import BurnInResult, parse_result
 from bringup.burnin_thresholds import SkuThresholds, thresholds_for
-from bringup.fleet import Fault, NodeSpec
 from bringup.judge import Verdict, judge
 from bringup.sku import load_skus
 from bringup.yamlio import load_file
+from lab.fleet import Fault, NodeSpec
 from lab.gpu import write_node_profile
 
 pytestmark = pytest.mark.integration

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bringup.fleet import load_fleet
 from bringup.nbschema import load_schema
 from bringup.sku import load_skus, nic_counts
+from lab.fleet import load_fleet
+from lab.seed import seed
 
 REPO = Path(__file__).resolve().parents[3]
 FLEET = REPO / "tests" / "fixtures" / "fleets" / "flow8.yaml"
@@ -91,5 +92,5 @@ def seeded(flow_env, flow_fleet, netbox_server, postgres, netbox_url, netbox_tok
     postgres.clone(PRISTINE_DB, "netbox_test")
     nb = NetBox(connect(netbox_url, netbox_token))
     nb.apply_schema(load_schema())
-    nb.seed(flow_fleet, load_skus())
+    seed(nb, flow_fleet, load_skus())
     return nb

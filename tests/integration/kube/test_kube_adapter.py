@@ -18,9 +18,9 @@ from bringup.errors import (
     KubeConflictError,
     KubeTransientError,
 )
-from bringup.fleet import Pool
 from bringup.kube import KubeAdapter
 from bringup.labels import QUARANTINE_KEY, REASON_ANNOTATION, node_labels
+from bringup.pool import Pool
 from bringup.sku import load_skus
 
 KUBEADM = Path(__file__).resolve().parents[3] / "lab" / "kubeapi" / "bin" / "kubeadm"

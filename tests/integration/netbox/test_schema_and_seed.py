@@ -4,6 +4,7 @@ import pytest
 
 from bringup.errors import ConflictError
 from bringup.nbschema import Action, load_schema
+from lab.seed import seed
 
 pytestmark = pytest.mark.integration
 
@@ -45,9 +46,9 @@ def test_foreign_conflicting_object_is_never_overwritten(netbox):
 
 def test_seed_writes_planned_devices_with_macs_and_ips(netbox, lab8, skus):
     netbox.apply_schema(load_schema())
-    report = netbox.seed(lab8, skus)
+    report = seed(netbox, lab8, skus)
     assert len(report.created) == 8 and report.macs == 80
-    again = netbox.seed(lab8, skus)
+    again = seed(netbox, lab8, skus)
     assert again.created == [] and len(again.existing) == 8 and again.macs == 0
     nodes = {n.name: n for n in netbox.nodes(site="lab-east")}
     assert len(nodes) == 8
@@ -65,12 +66,12 @@ def test_seed_writes_planned_devices_with_macs_and_ips(netbox, lab8, skus):
 def test_seed_before_schema_says_what_to_do(netbox, lab8, skus):
     from bringup.errors import NotFoundError
     with pytest.raises(NotFoundError, match="bringup netbox apply"):
-        netbox.seed(lab8, skus)
+        seed(netbox, lab8, skus)
 
 
 def test_stage_custom_fields_and_journal(netbox, lab8, skus):
     netbox.apply_schema(load_schema())
-    netbox.seed(lab8, skus)
+    seed(netbox, lab8, skus)
     node = netbox.nodes(names=["gpu-r01-n01"])[0]
     netbox.update_node(node.id, stage="discovered", status="staged", fields={"gpu_serials": ["A", "B"]})
     netbox.journal(node.id, "### discovery\n\nall good", kind="success")

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from bringup.ansible import SshAccess
-from bringup.fleet import FleetProfile, loads_fleet
 from bringup.image import ImageManifest, load_manifest
 from bringup.sku import load_skus, nic_counts
+from lab.fleet import FleetProfile, loads_fleet
 from lab.nodes.install import install_from_media
 from lab.nodes.sshd import client_key, known_hosts_path, stop_sshd, write_known_hosts
 

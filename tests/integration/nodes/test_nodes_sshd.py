@@ -139,8 +139,8 @@ def test_a_taken_address_is_a_clear_error(node_lab, monkeypatch):
 def test_known_hosts_is_never_seen_half_written_while_installs_rewrite_it(tmp_path):
     import threading
 
-    from bringup.fleet import load_fleet
     from bringup.sku import load_skus, nic_counts
+    from lab.fleet import load_fleet
     from lab.nodes.sshd import known_hosts_path, write_known_hosts
     nodes = "\n".join(f"  - {{name: kh-{i}, rack: r1, sku: hgx-h100-80gb, pool: p, "
                       f"bmc_address: 127.66.0.{i + 1}, address: 127.67.0.{i + 1}}}" for i in range(6))

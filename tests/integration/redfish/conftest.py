@@ -139,8 +139,8 @@ def stop(proc: subprocess.Popen) -> None:
 
 class Sim:
     def __init__(self, fleet_path: Path, home: Path) -> None:
-        from bringup.fleet import load_fleet
         from bringup.sku import load_skus, nic_counts
+        from lab.fleet import load_fleet
         self.skus = load_skus()
         self.fleet_path = fleet_path
         self.fleet = load_fleet(fleet_path, nic_counts(self.skus))

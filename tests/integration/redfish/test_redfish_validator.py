@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from bringup.fleet import loads_fleet
 from bringup.sku import load_skus, nic_counts
 from lab.bmcsim.check import run_validator
+from lab.fleet import loads_fleet
 
 pytestmark = pytest.mark.integration
 

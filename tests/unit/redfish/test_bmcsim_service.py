@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from bringup.fleet import loads_fleet
 from bringup.sku import load_skus, nic_counts
 from lab.bmcsim import hardware
 from lab.bmcsim.service import SYS, BmcService
 from lab.bmcsim.state import BmcState
+from lab.fleet import loads_fleet
 
 SKUS = load_skus()
 R = "/redfish/v1"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..netbox_adapter import NetBox, connect
-from ..settings import Settings, load_settings
+from bringup.netbox_adapter import NetBox, connect
+from bringup.settings import Settings, load_settings
 
 console = Console()
 

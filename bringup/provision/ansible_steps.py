@@ -1,5 +1,5 @@
-"""Provisioning steps: BIOS profile, OS install over virtual media, configuration and
-burn-in over Ansible. Each function is one step and is handed its connections.
+"""Provisioning steps over SSH (Ansible): version pinning, configuration and the burn-in
+agent's run. Each function is one step and is handed its connections.
 
 The flows call these one per task; none of them retries or sleeps on its own beyond
 what the step itself means (waiting for a node to come back). A step that cannot tell
@@ -12,79 +12,16 @@ from __future__ import annotations
 import json
 import tarfile
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from .ansible import PlaybookResult, SshAccess, run_playbook
-from .errors import AnsibleError, ParseError, RedfishError, SSHError
-from .image import ImageManifest, pin_vars
+from ..ansible import PlaybookResult, SshAccess, run_playbook
+from ..errors import AnsibleError, AnsibleSetupError, ParseError, SSHDropped
+from ..image import ImageManifest, pin_vars
+from ..resources import agent_dir
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-AGENT_DIR = REPO_ROOT / "burnin"
-
-
-class Bmc(Protocol):
-    """What these steps need of :class:`bringup.redfish.client.Bmc`."""
-
-    def apply_bios(self, wanted: dict[str, Any], reboot: bool = True, timeout: float = 300.0) -> Any: ...
-    def insert_media(self, image_url: str, timeout: float = 120.0) -> None: ...
-    def eject_media(self) -> None: ...
-    def set_boot_once(self, target: str) -> None: ...
-    def power(self, action: str, wait: bool = True, timeout: float = 120.0) -> str: ...
-    def system(self) -> Any: ...
-
-
-# --- BIOS ------------------------------------------------------------------------------
-def apply_bios_profile(bmc: Bmc, wanted: dict[str, Any], *, timeout: float = 300.0) -> Any:
-    """Apply the SKU's BIOS attributes, reset, read back. Returns the adapter's BiosResult;
-    raises :class:`RedfishError` naming each attribute that did not take."""
-    result = bmc.apply_bios(wanted, reboot=True, timeout=timeout)
-    if not result.ok:
-        detail = "; ".join(f"{attr}: wanted {want!r}, BIOS reads {seen!r}"
-                           for attr, (want, seen) in sorted(result.not_applied.items()))
-        err = RedfishError(f"BIOS settings did not take after the reset: {detail}",
-                           hint="check the BIOS version and whether the attribute is locked; "
-                                "the node must not go on with the wrong profile")
-        err.result = result  # type: ignore[attr-defined]
-        raise err
-    return result
-
-
-# --- OS install ------------------------------------------------------------------------
-@dataclass
-class InstallResult:
-    image: str
-    media_url: str
-    power_action: str
-    waited: Any = None
-    ejected: bool = False
-
-
-def install_os(bmc: Bmc, manifest: ImageManifest, media_url: str | None = None, *,
-               wait: Callable[[], Any] | None = None, timeout: float = 120.0) -> InstallResult:
-    """Boot the node once from the image as virtual CD: insert, boot-once Cd, reset.
-
-    ``wait`` (e.g. a :func:`bringup.ssh.wait_for_ssh` partial) is called after the reset;
-    the media is ejected after it, whatever it returns or raises, so the next reboot
-    boots the installed disk. Without ``wait`` the media stays in: a live installer
-    reads it until it finishes; call ``bmc.eject_media()`` when the node is back."""
-    url = media_url or manifest.iso.url
-    bmc.insert_media(url, timeout=timeout)
-    bmc.set_boot_once("Cd")
-    state = getattr(bmc.system(), "PowerState", None)
-    action = "ForceRestart" if state == "On" else "On"
-    bmc.power(action, wait=True, timeout=timeout)
-    result = InstallResult(image=manifest.name, media_url=url, power_action=action)
-    if wait is None:
-        return result
-    try:
-        result.waited = wait()
-    finally:
-        bmc.eject_media()
-        result.ejected = True
-    return result
+AGENT_DIR = agent_dir()
 
 
 # --- Ansible steps ---------------------------------------------------------------------
@@ -161,7 +98,7 @@ def run_burnin(node: str, host: dict[str, Any], plan: dict[str, Any], access: Ss
     and :class:`AnsibleError` when the agent leaves no document: either way the node's
     burn-in result is unknown, which is never a pass."""
     if not (agent_dir / "__main__.py").exists():
-        raise AnsibleError(f"{agent_dir} is not the burn-in agent package (no __main__.py)")
+        raise AnsibleSetupError(f"{agent_dir} is not the burn-in agent package (no __main__.py)")
     with tempfile.TemporaryDirectory(prefix="bringup-burnin-") as tmp_:
         tmp = Path(tmp_)
         fetch = tmp / "results"
@@ -173,19 +110,13 @@ def run_burnin(node: str, host: dict[str, Any], plan: dict[str, Any], access: Ss
         result = run_playbook("burnin.yml", {node: host}, extra, access, timeout=int(timeout_s) + 180)
         hr = result.hosts[node]
         if hr.unreachable:
-            err = SSHError(f"node {node}: the SSH connection dropped during burn-in ({hr.reason()}); "
-                           "the burn-in result is unknown, so the node is not passed",
-                           hint="check the node's network and console, then run burn-in again")
-            err.transient = False
-            err.node = node  # type: ignore[attr-defined]
-            raise err
+            raise SSHDropped(f"node {node}: the SSH connection dropped during burn-in ({hr.reason()}); "
+                             "the burn-in result is unknown, so the node is not passed",
+                             hint="check the node's network and console, then run burn-in again")
         out = fetch / f"{node}.json"
         if not out.exists():
-            err2 = AnsibleError(f"node {node}: burn-in produced no result document: {hr.reason()}",
-                                hint="see the agent's stderr above; the node is not passed")
-            err2.transient = False
-            err2.node = node  # type: ignore[attr-defined]
-            raise err2
+            raise AnsibleError(f"node {node}: burn-in produced no result document: {hr.reason()}",
+                               hint="see the agent's stderr above; the node is not passed")
         text = out.read_text()
     try:
         document = json.loads(text)

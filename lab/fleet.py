@@ -1,8 +1,8 @@
 """The fleet profile: one YAML file describing a (simulated) site.
 
 It lists racks, nodes, their SKU, BMC and node addresses, NIC MACs, node pools and the
-faults injected into each node's simulated hardware. ``bringup lab seed`` writes it to
-NetBox; the BMC simulator, the simulated nodes, the NVML stand-in and the tool stand-ins
+faults injected into each node's simulated hardware. ``bringup lab seed`` (lab/seed.py) writes it
+to NetBox; the BMC simulator, the simulated nodes, the NVML stand-in and the tool stand-ins
 read the same file, so one profile drives the whole lab.
 
 Validation errors name the file, the line and the field.
@@ -19,8 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .errors import ConfigError
-from .yamlio import LocatedYaml, load_file, load_text, validation_error
+from bringup.errors import ConfigError
+from bringup.pool import Pool
+from bringup.yamlio import LocatedYaml, load_file, load_text, validation_error
 
 MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
@@ -91,16 +92,6 @@ class Fault(BaseModel):
     note: str = ""
 
 
-class Pool(BaseModel):
-    """A node pool: where the workload labels of admitted nodes come from."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    workload: str = "training"      # training | inference | batch
-    sharing: str = "exclusive"      # exclusive | mig | time-slicing
-    fabric: str = "ib-ndr400"       # compute fabric the pool is cabled to
-
-
 class NodeSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -147,7 +138,7 @@ class NodeSpec(BaseModel):
         return out
 
     @model_validator(mode="after")
-    def _defaults(self) -> "NodeSpec":
+    def _defaults(self) -> NodeSpec:
         if not self.serial:
             self.serial = "SN" + hashlib.sha256(self.name.encode()).hexdigest()[:10].upper()
         return self

@@ -7,8 +7,9 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ..nbschema import Action, load_schema
-from ..sku import SCHEMA_DIR
+from bringup.nbschema import Action, load_schema
+from bringup.sku import SCHEMA_DIR
+
 from .common import console, netbox, settings
 
 app = typer.Typer(no_args_is_help=True)

@@ -17,42 +17,67 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..lifecycle import ORDER, PIPELINE
-from ..report import fleet_rows, summary_text
+from bringup.lifecycle import PATH, State, parse_state
+from bringup.report import fleet_rows, summary_text
+
 from .common import console
 
 app = typer.Typer()
 
 
 def _ctx(config: Path | None):
-    from .. import stages
-    return stages.Context.from_settings(config)
+    from bringup.context import Context
+    return Context.from_settings(config)
+
+
+def _progress(stage: str) -> int:
+    """How many states of the commission path a node has passed (all of them when it is
+    out of the pipeline: quarantined, inspection)."""
+    try:
+        state = parse_state(stage)
+    except Exception:  # progress display only
+        return 0
+    if state in PATH:
+        return PATH.index(state)
+    return len(PATH) - 1 if state in (State.QUARANTINED, State.INSPECTION) else 0
 
 
 @app.command()
 def discover(site: str = typer.Option(None), rack: str = typer.Option(None), node: list[str] = typer.Option(None),
              tag: str = typer.Option(None), concurrency: int = typer.Option(32, min=1),
              config: Path = typer.Option(None, help="Settings file.")) -> None:
-    """Inventory BMCs over Redfish and verify them against NetBox; findings go to NetBox."""
-    from .. import stages
+    """Inventory planned nodes' BMCs over Redfish and verify them against NetBox; findings
+    and evidence go to NetBox. Nodes past discovery are only listed (their stage never
+    moves back)."""
+    from bringup.errors import BringupError
+    from bringup.results import StepResult
+    from bringup.stages import lifecycle, select
     ctx = _ctx(config)
-    selected = stages.select(ctx, site=site, rack=rack, tag=tag, names=node or None)
-    outcomes = []
+    lc = lifecycle(ctx)
+    selected = select(ctx, site=site, rack=rack, tag=tag, names=node or None)
+    todo = [s for s in selected if parse_state(s.stage) == State.PLANNED]
+    outcomes = [StepResult(node=s.name, step="discover", ok=True, skipped=True, summary=f"already {s.stage}")
+                for s in selected if s not in todo]
+
+    def one(name: str) -> StepResult:
+        try:
+            return lc.run_step(name, State.PLANNED, "discover")
+        except BringupError as exc:  # transient BMC trouble: reported, node stays planned
+            if not exc.controller_fault:
+                lc.hold(name, str(exc))
+            return StepResult(node=name, step="discover", ok=False, summary=str(exc))
+
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=console) as progress:
-        bar = progress.add_task("discovering", total=len(selected))
-        with ThreadPoolExecutor(max_workers=min(concurrency, max(1, len(selected)))) as pool:
-            futures = {pool.submit(stages.discover, ctx, s.name): s.name for s in selected}
-            for fut in as_completed(futures):
-                try:
-                    outcomes.append(fut.result())
-                except Exception as exc:  # transient BMC trouble: reported, node stays planned
-                    from ..lifecycle import Outcome
-                    outcomes.append(Outcome(node=futures[fut], stage="discovered", ok=False, summary=str(exc)))
+        bar = progress.add_task("discovering", total=len(todo))
+        with ThreadPoolExecutor(max_workers=min(concurrency, max(1, len(todo)))) as pool:
+            for fut in as_completed([pool.submit(one, s.name) for s in todo]):
+                outcomes.append(fut.result())
                 progress.advance(bar)
     table = Table("node", "result", "summary")
     for o in sorted(outcomes, key=lambda o: o.node):
-        table.add_row(o.node, "[green]ok[/]" if o.ok else "[red]failed[/]", o.summary)
+        table.add_row(o.node, "[dim]skipped[/]" if o.skipped else ("[green]ok[/]" if o.ok else "[red]failed[/]"),
+                      o.summary)
     console.print(table)
     if not all(o.ok for o in outcomes):
         raise typer.Exit(1)
@@ -67,16 +92,17 @@ def commission(site: str = typer.Option(None), rack: str = typer.Option(None), n
     ctx = _ctx(config)
     if ctx.settings.prefect_api_url:
         os.environ.setdefault("PREFECT_API_URL", ctx.settings.prefect_api_url)
+    from bringup.stages import lifecycle, select
     from flows.commission import commission as commission_flow  # Prefect only here, in the front end
-
-    from .. import stages
-    selected = stages.select(ctx, site=site, rack=rack, tag=tag, names=node or None)
+    selected = select(ctx, site=site, rack=rack, tag=tag, names=node or None)
+    config_arg = str(config.resolve()) if config else None
     result: dict = {}
 
     def run() -> None:
         try:
             result["rows"] = commission_flow(site=site, rack=rack, tag=tag, nodes=node or None,
-                                             burnin_profile=burnin_profile, dry_run=dry_run, force=force)
+                                             burnin_profile=burnin_profile, dry_run=dry_run, force=force,
+                                             config=config_arg)
         except BaseException as exc:  # shown after the progress display closes
             result["error"] = exc
 
@@ -84,13 +110,12 @@ def commission(site: str = typer.Option(None), rack: str = typer.Option(None), n
     worker.start()
     with Progress(TextColumn("{task.fields[node]:14}"), BarColumn(), TextColumn("{task.fields[stage]}"),
                   TimeElapsedColumn(), console=console) as progress:
-        bars = {s.name: progress.add_task("", total=len(PIPELINE), node=s.name, stage=s.stage) for s in selected}
+        bars = {s.name: progress.add_task("", total=len(PATH) - 1, node=s.name, stage=s.stage) for s in selected}
         while worker.is_alive():
             worker.join(2.0)
             try:
                 for rec in ctx.netbox.nodes(names=[s.name for s in selected]):
-                    done = len(PIPELINE) if rec.stage == "quarantined" else ORDER.index(rec.stage)
-                    progress.update(bars[rec.name], completed=done, stage=rec.stage)
+                    progress.update(bars[rec.name], completed=_progress(rec.stage), stage=rec.stage)
             except Exception:  # progress is best effort; the flow's own result decides
                 pass
     if "error" in result:
@@ -101,7 +126,8 @@ def commission(site: str = typer.Option(None), rack: str = typer.Option(None), n
             table.add_row(*[str(v) for v in row.values()])
         console.print(table)
         return
-    reports = [stages.report(ctx, s.name) for s in selected]
+    lc = lifecycle(ctx)
+    reports = [lc.report(s.name) for s in selected]
     rows = fleet_rows(reports)
     if rows:
         table = Table(*rows[0].keys(), title="commission")

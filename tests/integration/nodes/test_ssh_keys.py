@@ -6,6 +6,8 @@ import subprocess
 
 import pytest
 
+pytestmark = pytest.mark.integration
+
 from bringup.errors import ConfigError
 from bringup.ssh import expected_host_key, fingerprint, parse_public_key
 

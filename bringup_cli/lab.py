@@ -8,9 +8,10 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ..fleet import load_fleet
-from ..nbschema import load_schema
-from ..sku import load_skus, nic_counts
+from bringup.nbschema import load_schema
+from bringup.sku import load_skus, nic_counts
+from lab.fleet import load_fleet
+
 from .common import console, netbox, settings
 
 app = typer.Typer(no_args_is_help=True)
@@ -18,25 +19,41 @@ check_app = typer.Typer(no_args_is_help=True, help="Run conformance checks again
 app.add_typer(check_app, name="check")
 
 
-def _lab(fleet: Path | None = None):
+def _lab(fleet: Path | None = None, prefect_db: str | None = None):
     from lab.supervisor import Lab  # the lab is optional at import time for the rest of the CLI
-    return Lab(fleet_path=fleet)
+    return Lab(fleet_path=fleet, prefect_db=prefect_db)
 
 
 @app.command()
 def up(fleet: Path = typer.Option(None, help="Fleet profile (default: the last one used, else lab/fleets/lab8.yaml)."),
-       sims: bool = typer.Option(True, help="Also start the simulated hardware (BMCs, nodes, Kubernetes API).")) -> None:
+       sims: bool = typer.Option(True, help="Also start the simulated hardware (BMCs, nodes, Kubernetes API)."),
+       workers: int = typer.Option(None, min=1, help="Batch workers taking the child runs of large commissions "
+                                                     "(default: as many as last time, else 1)."),
+       prefect_db: str = typer.Option(None, help="Prefect server database: postgresql (default) or sqlite.")) -> None:
     """Start (or finish starting) every lab service. Safe to run twice."""
-    lab = _lab(fleet)
+    if prefect_db not in (None, "postgresql", "sqlite"):
+        raise typer.BadParameter("--prefect-db is postgresql or sqlite")
+    lab = _lab(fleet, prefect_db)
     t0 = time.monotonic()
     with console.status("starting the lab") as status:
-        timings = lab.up(progress=lambda msg: status.update(msg), with_sims=sims)
+        timings = lab.up(progress=lambda msg: status.update(msg), with_sims=sims, workers=workers)
     table = Table("step", "seconds", title="lab up")
     for step, secs in timings.items():
         table.add_row(step, f"{secs:.1f}")
     console.print(table)
     console.print(f"lab up in {time.monotonic() - t0:.1f}s; settings in {lab.paths.config}")
     _print_status(lab)
+
+
+@app.command()
+def prepare() -> None:
+    """Install and migrate what the lab needs, serving nothing yet (quick once done)."""
+    lab = _lab()
+    t0 = time.monotonic()
+    with console.status("preparing the lab") as status:
+        timings = lab.prepare(progress=lambda msg: status.update(msg))
+    console.print("lab prepared in " + f"{time.monotonic() - t0:.1f}s (" +
+                  ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()) + ")")
 
 
 @app.command()
@@ -71,9 +88,10 @@ def seed(fleet: Path = typer.Option(None, help="Fleet profile to write to NetBox
     lab = _lab(fleet)
     skus = load_skus()
     profile = load_fleet(lab.fleet_path, nic_counts(skus))
+    from lab.seed import seed as seed_fleet
     nb = netbox(settings(config))
     nb.apply_schema(load_schema())
-    report = nb.seed(profile, skus)
+    report = seed_fleet(nb, profile, skus)
     console.print(f"site {profile.site}: {len(report.created)} devices created, {len(report.existing)} already "
                   f"there, {report.macs} MAC addresses added")
 

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from ..image import load_manifest, write_render
+from bringup.image import load_manifest, write_render
 
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 out = Console()

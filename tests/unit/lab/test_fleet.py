@@ -3,7 +3,7 @@
 import pytest
 
 from bringup.errors import ConfigError
-from bringup.fleet import FaultKind, loads_fleet
+from lab.fleet import FaultKind, loads_fleet
 
 SKUS = {"hgx-h100-80gb": 8, "hgx-h200-141gb": 8}
 

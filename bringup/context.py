@@ -1,0 +1,73 @@
+"""The connections of a run, built from settings: NetBox, BMCs, SSH, Kubernetes.
+
+Cheap to build and lazy to connect; every step function is handed one. The settings
+come from the file the operator named (``--config``) and travel with the run, so every
+task of a flow talks to the same site.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .netbox_adapter import NetBox, NodeRecord, connect
+from .settings import Settings, load_settings
+
+
+class Context:
+    def __init__(self, settings: Settings, netbox: NetBox | None = None) -> None:
+        self.settings = settings
+        self._netbox = netbox
+
+    @classmethod
+    def from_settings(cls, path: str | Path | None = None) -> Context:
+        return cls(load_settings(path))
+
+    @property
+    def netbox(self) -> NetBox:
+        if self._netbox is None:
+            self._netbox = NetBox(connect(self.settings.netbox_url, self.settings.netbox_token()))
+        return self._netbox
+
+    def node(self, name: str) -> NodeRecord:
+        return self.netbox.nodes(names=[name])[0]
+
+    @cached_property
+    def evidence(self):
+        """Each stage's documents, kept in NetBox (see :mod:`bringup.evidence`)."""
+        from .evidence import EvidenceStore
+        return EvidenceStore(self.netbox)
+
+    # --- BMC ------------------------------------------------------------------------------------
+    @cached_property
+    def credentials(self):
+        """``credentials_for(address)`` from the settings' BMC credentials file."""
+        from .redfish import load_credentials
+        if not self.settings.bmc_credentials_file:
+            raise ConfigError("settings have no bmc_credentials_file")
+        return load_credentials(self.settings.bmc_credentials_file)
+
+    def bmc(self, address: str, timeout: float = 10.0):
+        from .redfish import connect as redfish_connect
+        s = self.settings
+        return redfish_connect(address, self.credentials(address), port=s.bmc_port,
+                               ca_bundle=str(s.bmc_ca_bundle) if s.bmc_ca_bundle else None,
+                               insecure=s.bmc_insecure, timeout=timeout)
+
+    # --- nodes over SSH -------------------------------------------------------------------------
+    def ssh_access(self):
+        from .ansible import SshAccess
+        return SshAccess.from_settings(self.settings)
+
+    def host(self, rec: NodeRecord) -> dict[str, dict[str, Any]]:
+        return {rec.name: {"address": rec.address, "port": self.settings.ssh_port}}
+
+    # --- Kubernetes -----------------------------------------------------------------------------
+    @cached_property
+    def kube(self):
+        from .kube import KubeAdapter
+        if not self.settings.kubeconfig:
+            raise ConfigError("settings have no kubeconfig")
+        return KubeAdapter.from_kubeconfig(self.settings.kubeconfig)

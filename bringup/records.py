@@ -1,0 +1,60 @@
+"""Node records in NetBox, as the lifecycle reads and writes them: the device, its
+custom fields and tags, journal entries, and evidence (through
+:class:`~bringup.evidence.EvidenceStore`). Also a node's report for the fleet table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import BringupError
+from .evidence import EvidenceStore
+from .netbox_adapter import NodeRecord
+from .results import Evidence, NodeReport
+
+
+class NetBoxRecords:
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+
+    def node(self, name: str) -> NodeRecord:
+        return self.ctx.node(name)
+
+    def write(self, node: NodeRecord, *, stage: str | None = None, status: str | None = None,
+              fields: dict[str, Any] | None = None, add_tags: tuple[str, ...] = (),
+              remove_tags: tuple[str, ...] = ()) -> None:
+        self.ctx.netbox.update_node(node.id, stage=stage, status=status, fields=fields,
+                                    add_tags=list(add_tags), remove_tags=list(remove_tags))
+        # keep the in-memory record in step for the rest of this step
+        node.custom_fields.update(fields or {})
+        if stage:
+            node.stage = stage
+
+    def journal(self, node: NodeRecord, text: str, kind: str = "info") -> None:
+        self.ctx.netbox.journal(node.id, text, kind=kind)
+
+    def put_evidence(self, node: NodeRecord, evidence: list[Evidence]) -> dict[str, Any]:
+        store = self.ctx.evidence
+        refs = [store.put(node.id, e.kind, e.document, summary=e.summary, style=e.style) for e in evidence]
+        return EvidenceStore.index_update(node.custom_fields, refs)
+
+    def report(self, node: NodeRecord, verdict: str) -> NodeReport:
+        figures: dict[str, Any] = {}
+        if self.ctx.evidence.has(node.custom_fields, "verdict"):
+            try:
+                figures = dict(self.ctx.evidence.get(node.name, node.custom_fields, "verdict").get("figures") or {})
+            except BringupError:
+                figures = {}
+        labels: dict[str, str] = {}
+        if verdict == "admitted":
+            try:
+                labels = dict(self.ctx.kube.node_state(node.name).labels)
+            except BringupError:
+                labels = {}
+        reason = str(node.custom_fields.get("bringup_reason") or "")
+        reasons = [r for r in reason.split("; ") if r]
+        if verdict == "pending" and reason.startswith("held in"):
+            verdict = "held"
+        if verdict == "admitted":
+            reasons = []
+        return NodeReport(node=node.name, rack=node.rack, verdict=verdict, stage=node.stage, reasons=reasons,
+                          figures=figures, labels=labels, netbox_url=node.url)

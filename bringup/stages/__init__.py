@@ -1,0 +1,34 @@
+"""The step functions of the lifecycle, one module per state's work, and the factory of
+the real :class:`~bringup.lifecycle.Lifecycle` built from a :class:`~bringup.context.Context`.
+
+Each step function takes the context, the node's NetBox record and the run's parameters,
+does its one piece of work through the adapters and returns a
+:class:`~bringup.results.StepResult`. None of them writes the node's stage.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from ..context import Context
+from ..lifecycle import Lifecycle
+from ..records import NetBoxRecords
+from .admit import drain, drain_node, isolate, join
+from .burnin import burn_in
+from .discover import discover
+from .judge import judge
+from .provision import bios, configure, install
+from .select import Selected, due_for_reburnin, select
+
+#: step name (as in lifecycle.TABLE) -> function(ctx, node, params)
+STEPS = {"discover": discover, "bios": bios, "install": install, "configure": configure, "burn_in": burn_in,
+         "judge": judge, "join": join, "drain": drain}
+
+
+def lifecycle(ctx: Context) -> Lifecycle:
+    """The real lifecycle: NetBox records, Redfish/SSH/Kubernetes steps."""
+    return Lifecycle(steps={name: partial(fn, ctx) for name, fn in STEPS.items()}, records=NetBoxRecords(ctx),
+                     on_quarantine=partial(isolate, ctx), on_drain=partial(drain_node, ctx))
+
+
+__all__ = ["STEPS", "Selected", "due_for_reburnin", "lifecycle", "select"]

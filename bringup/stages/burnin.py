@@ -1,0 +1,32 @@
+"""Step ``burn_in`` (state provisioned): the agent runs on the node and its result
+document becomes evidence in NetBox. Judging is the next state's step, so a run killed
+after the burn-in resumes from the stored document on any worker, without burning in
+again."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..context import Context
+from ..netbox_adapter import NodeRecord
+from ..results import Evidence, StepResult
+from .provision import manifest_of
+
+
+def burn_in(ctx: Context, rec: NodeRecord, params: Mapping[str, Any]) -> StepResult:
+    from ..burnin_plan import make_plan
+    from ..burnin_thresholds import thresholds_for
+    from ..provision import run_burnin
+
+    profile = str(params.get("burnin_profile") or "quick")
+    m = manifest_of(rec)
+    versions = {"driver": m.packages.driver, "cuda": m.packages.cuda, "nccl": m.packages.nccl, "kernel": m.os.kernel}
+    plan = make_plan(rec.sku, thresholds_for(rec.sku), versions, profile=profile, node=rec.name)
+    run = run_burnin(rec.name, ctx.host(rec)[rec.name], plan, ctx.ssh_access())
+    checks = run.document.get("checks") if isinstance(run.document, dict) else None
+    summary = (f"## Burn-in document ({profile} profile)\n\nagent exit {run.rc}, "
+               f"{len(checks) if isinstance(checks, list) else '?'} checks; judged in the next step")
+    return StepResult(node=rec.name, step="burn_in", ok=True, summary=f"burn-in document collected (agent exit {run.rc})",
+                      evidence=[Evidence(kind="burnin", document={"plan": plan, "rc": run.rc, "document": run.document},
+                                         summary=summary)])

@@ -1,0 +1,61 @@
+"""Scale-out: a run over many racks is split into child flow runs of whole racks, one
+per online worker of the batch work pool, dispatched through the ``commission-batch``
+deployment so that every worker takes a share.
+
+Batch workers take one batch at a time (``prefect worker start --limit 1``), so a pool
+of N workers runs N batches side by side; the global concurrency limits (installs, BMC
+sessions, per-rack burn-ins) hold across all of them because every slot is a lease on
+the one Prefect server.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from prefect import get_run_logger
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import WorkerFilter, WorkerFilterStatus
+from prefect.deployments import run_deployment
+from prefect.exceptions import ObjectNotFound
+
+BATCH_POOL = "bringup-batch"
+BATCH_DEPLOYMENT = "commission-batch/commission-batch"
+
+
+def online_workers(pool: str = BATCH_POOL) -> int:
+    """Workers of ``pool`` that sent a heartbeat recently (0 when there is no such pool)."""
+    try:
+        with get_client(sync_client=True) as client:
+            workers = client.read_workers_for_work_pool(
+                pool, worker_filter=WorkerFilter(status=WorkerFilterStatus(any_=["ONLINE"])))
+    except ObjectNotFound:
+        return 0
+    return len(workers)
+
+
+def split(selected: list, n: int) -> list[list]:
+    """Whole racks into at most ``n`` groups of similar node counts (largest rack first,
+    each to the lightest group): a rack's burn-in limit stays within one batch."""
+    racks: dict[str, list] = {}
+    for s in selected:
+        racks.setdefault(s.rack, []).append(s)
+    groups: list[list] = [[] for _ in range(max(1, min(n, len(racks))))]
+    for _rack, nodes in sorted(racks.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        min(groups, key=len).extend(nodes)
+    return [g for g in groups if g]
+
+
+def dispatch(batches: list[list], parameters: dict, deployment: str = BATCH_DEPLOYMENT) -> list:
+    """Run each batch as a child flow run of this one through ``deployment``; wait for all.
+    Returns the finished flow runs, in batch order."""
+    log = get_run_logger()
+
+    def one(i_batch):
+        i, batch = i_batch
+        params = {**parameters, "nodes": [s.name for s in batch]}
+        log.info("batch %d: %d node(s) in rack(s) %s", i + 1, len(batch), ", ".join(sorted({s.rack for s in batch})))
+        return run_deployment(deployment, parameters=params, timeout=None, as_subflow=True,
+                              flow_run_name=f"batch {i + 1} of {len(batches)}")
+
+    with ThreadPoolExecutor(max_workers=len(batches)) as pool:
+        return list(pool.map(one, enumerate(batches)))

@@ -1,0 +1,75 @@
+"""What the flows run against: the lifecycle (and its selection), built from the run's
+settings file.
+
+Every flow takes a ``config`` parameter (the settings file; None: ``$BRINGUP_CONFIG`` or
+the lab's) and hands it to every task, so all tasks of a run talk to the same site
+(``bringup commission --config FILE`` used to reach the progress display only).
+
+A benchmark or test hands the flows another implementation *as an object* with
+:func:`use`: anything with the methods of :class:`Runtime`.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Protocol
+
+from bringup.lifecycle import Lifecycle
+
+
+class Runtime(Protocol):
+    def lifecycle(self) -> Lifecycle: ...
+    def select(self, **selection: Any) -> list: ...
+    def due_for_reburnin(self, **selection: Any) -> list: ...
+
+
+class SiteRuntime:
+    """The real thing: NetBox, BMCs, nodes and the cluster named by one settings file."""
+
+    def __init__(self, config: str | None = None) -> None:
+        from bringup.context import Context
+        self.ctx = Context.from_settings(config)
+        self._lifecycle: Lifecycle | None = None
+
+    def lifecycle(self) -> Lifecycle:
+        if self._lifecycle is None:
+            from bringup.stages import lifecycle
+            self._lifecycle = lifecycle(self.ctx)
+        return self._lifecycle
+
+    def select(self, **selection: Any) -> list:
+        from bringup.stages import select
+        return select(self.ctx, **selection)
+
+    def due_for_reburnin(self, **selection: Any) -> list:
+        from bringup.stages import due_for_reburnin
+        return due_for_reburnin(self.ctx, **selection)
+
+
+_lock = threading.Lock()
+_runtimes: dict[str | None, Runtime] = {}
+_override: Runtime | None = None
+
+
+def use(runtime: Runtime | None) -> None:
+    """Run every flow of this process against ``runtime`` (None: back to the real one)."""
+    global _override
+    with _lock:
+        _override = runtime
+
+
+def get(config: str | None = None) -> Runtime:
+    """The runtime of a run with settings file ``config``; built once per file."""
+    with _lock:
+        if _override is not None:
+            return _override
+        rt = _runtimes.get(config)
+        if rt is None:
+            rt = _runtimes[config] = SiteRuntime(config)
+        return rt
+
+
+def forget() -> None:
+    """Drop cached runtimes (tests that rewrite a settings file between runs)."""
+    with _lock:
+        _runtimes.clear()

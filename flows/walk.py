@@ -1,0 +1,137 @@
+"""Walking nodes through the lifecycle: the Prefect tasks every flow is built from.
+
+A node's walk reads its state, runs the pending steps of that state's handler (one
+Prefect task per step, holding the concurrency slots the step ``uses``), and repeats in
+the state the lifecycle moved it to, until the run's target state or a state without a
+handler. The walk never decides a transition: :class:`bringup.lifecycle.Lifecycle` does.
+
+Retries are for transient errors only (timeouts, 5xx, dropped connections): a wrong MAC
+or a failed burn-in never gets better by trying again. A node whose step kept failing
+transiently is *held* where it is with the reason in NetBox; an error on our side
+(credentials, settings, our services) holds it too and fails the run loudly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from bringup.errors import BringupError
+from bringup.lifecycle import State, parse_state, path
+from bringup.results import NodeReport, StepResult, interleave_by
+
+from . import runtime
+from .artifacts import publish_fleet, publish_node
+from .limits import BMC_LIMIT, INSTALL_LIMIT, burnin_limit, drain_releases, ensure_rack_limits, slot
+
+
+def transient_only(task, task_run, state) -> bool:
+    """Prefect retry condition: retry only errors whose class is transient."""
+    try:
+        state.result()
+    except BringupError as exc:
+        return exc.transient
+    except Exception:
+        return False
+    return False
+
+
+#: every step has side effects and reads live state: never serve it from a cache, and
+#: keep results in memory (hashing inputs and persisting results per task run cost more
+#: than the orchestration itself at a few hundred nodes)
+PLAIN = dict(cache_policy=NO_CACHE, persist_result=False)
+RETRY = dict(retries=3, retry_delay_seconds=[2, 10, 30], retry_condition_fn=transient_only, **PLAIN)
+
+#: who gets a free BMC session first when several wait in this process: a node further
+#: along (its install keeps the scarce install slot busy; its BIOS step feeds the
+#: install queue) before a node that has not been discovered yet. Within a step, the
+#: node's place in the run (``order``) decides.
+PRIORITY = {"install": 3, "bios": 2, "discover": 1}
+
+
+def limits_for(uses: tuple[str, ...], rack: str) -> list[str]:
+    """The concurrency limits behind a step's shared resources."""
+    names = {"bmc": BMC_LIMIT, "install": INSTALL_LIMIT, "burnin": burnin_limit(rack)}
+    return [names[u] for u in uses]
+
+
+@task(name="step", task_run_name="{step} {node}", **RETRY)
+def run_step(node: str, rack: str, state: str, step: str, params: dict, config: str | None = None,
+             order: int = 0) -> StepResult:
+    lc = runtime.get(config).lifecycle()
+    uses = next(s.uses for s in lc.handler(State(state)).steps if s.name == step)
+    with slot(limits_for(uses, rack), priority=PRIORITY.get(step, 0), order=order):
+        return lc.run_step(node, state, step, params)
+
+
+@dataclass
+class Walk:
+    """One node's run: what each step returned and whether the controller failed it."""
+
+    report: NodeReport
+    results: list[StepResult] = field(default_factory=list)
+    controller_error: str = ""
+
+
+@task(name="node", task_run_name="{node}", **PLAIN)
+def walk_node(node: str, rack: str, params: dict, *, config: str | None = None, force: bool = False,
+              until: str = State.ACTIVE.value, prefix: str = "commission", order: int = 0,
+              reburnin: bool = False) -> Walk:
+    log = get_run_logger()
+    lc = runtime.get(config).lifecycle()
+    target = State(until)
+    results: list[StepResult] = []
+    controller_error = ""
+    try:
+        state = lc.begin_reburnin(node) if reburnin else lc.start(node, force=force)
+        if not path(state, target):
+            log.info("%s is %s: nothing to do%s", node, state, "" if force else " (force=True to redo)")
+        while state != target and lc.handler(state) is not None:
+            before = state
+            for st in lc.pending_steps(node, state):
+                res = run_step(node, rack, state.value, st.name, params, config=config, order=order)
+                results.append(res)
+                state = parse_state(res.state)
+                if state != before:   # the handler finished: moved on, or quarantined
+                    break
+            if state == before:
+                break
+    except BringupError as exc:
+        if exc.controller_fault:
+            controller_error = f"{node}: {exc}"
+            log.error("%s: stopped by an error on the controller's side: %s", node, exc)
+        else:  # retries exhausted: the node stays where it is, with the reason
+            log.error("%s: held after retries: %s", node, exc)
+            lc.hold(node, str(exc))
+    report = lc.report(node)
+    publish_node(report, results, prefix=prefix)
+    return Walk(report, results, controller_error)
+
+
+class RunFailed(BringupError):
+    """The run could not do its work for reasons on the controller's side."""
+
+
+def fan_out(selected, params: dict, *, config: str | None = None, force: bool = False,
+            until: str = State.ACTIVE.value, prefix: str = "commission", reburnin: bool = False) -> list[dict]:
+    """Walk each selected node side by side, then publish the fleet table. Nodes take turns
+    rack by rack (in starting and in every queue for a shared limit), so every rack's
+    burn-in slots fill early and stay busy. Fails loudly, after publishing, when an error
+    on the controller's side stopped any node."""
+    selected = list(selected)
+    ensure_rack_limits([s.rack for s in selected])
+    futures = [walk_node.submit(s.name, s.rack, params, config=config, force=force, until=until, prefix=prefix,
+                                order=i, reburnin=reburnin)
+               for i, s in enumerate(interleave_by(selected, key=lambda s: s.rack))]
+    walks = [f.result() for f in futures]
+    reports = [w.report for w in walks]
+    publish_fleet(reports, prefix=prefix)
+    drain_releases()  # the run ends with every slot it took back on the server
+    errors = [w.controller_error for w in walks if w.controller_error]
+    if errors:
+        raise RunFailed(f"{len(errors)} node(s) stopped by errors on the controller's side:\n  "
+                        + "\n  ".join(errors[:20]),
+                        hint="fix the settings, credentials or services named above, then run again")
+    return [r.model_dump() for r in reports]
