@@ -1,13 +1,17 @@
-"""Benchmark: how close does the commission flow get to the best possible schedule?
+"""Benchmark: how close does a commission run get to the best possible schedule, with one
+and with two workers, and what does it cost in memory?
 
-    .venv/bin/python bench/commission.py --nodes 64,256
+    .venv/bin/python bench/commission.py --nodes 1000 --workers 1,2
 
-For each fleet size it runs the real ``commission`` flow on a real Prefect server with
-the real global concurrency limits, but with timed stand-ins for the stages
-(bench/simstages.py), so what is measured is the orchestration. It prints the wall time,
-the critical-path lower bound given the limits, their ratio, and the controller's peak
-RSS. Target: ratio <= 1.10 at 256 nodes on 2 cores. Each size runs in a child process
-(the stage stand-ins read their configuration at import time).
+It runs the real ``commission`` flow (and its ``commission-batch`` child runs on real
+Prefect process workers) on a Prefect server configured as the lab's default (PostgreSQL
+on the lab's cluster, a database of its own), with the real global concurrency limits
+and the real lifecycle engine; only the step functions sleep (bench/simruntime.py), so
+what is measured is the orchestration. With W workers the run is split into W child runs
+of whole racks. It prints wall time, the critical-path lower bound given the limits,
+their ratio, and the peak of the summed RSS of the controller, the workers and their
+flow-run processes, side by side per worker count. Targets (2 cores): ratio <= 1.05 at
+1,000 nodes; summed peak RSS <= 600 MB.
 """
 
 from __future__ import annotations
@@ -16,20 +20,22 @@ import argparse
 import json
 import math
 import os
-import resource
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-DURATIONS = {"discover": 1.0, "bios": 2.0, "install": 6.0, "configure": 2.0, "burnin": 10.0,
-             "judge": 0.2, "record": 0.5, "admit": 1.0}
+DURATIONS = {"discover": 1.0, "bios": 2.0, "install": 6.0, "configure": 2.0, "burn_in": 10.0,
+             "judge": 0.7, "join": 1.0}
 LIMITS = {"os-installs": 32, "bmc-sessions": 64, "burnin_per_rack": 4}
-ORDER = ["discover", "bios", "install", "configure", "burnin", "judge", "record", "admit"]
+ORDER = ["discover", "bios", "install", "configure", "burn_in", "judge", "join"]
+POOL = "bench-batch"
 
 
 def lower_bound(n: int, rack_size: int, d: dict[str, float], limits: dict[str, int]) -> float:
@@ -42,129 +48,197 @@ def lower_bound(n: int, rack_size: int, d: dict[str, float], limits: dict[str, i
     bounds.append(before("install") + math.ceil(n / limits["os-installs"]) * d["install"] + after("install"))
     # burn-ins per rack, the fullest rack decides
     fullest = min(rack_size, n)
-    bounds.append(before("burnin") + math.ceil(fullest / limits["burnin_per_rack"]) * d["burnin"] + after("burnin"))
+    bounds.append(before("burn_in") + math.ceil(fullest / limits["burnin_per_rack"]) * d["burn_in"]
+                  + after("burn_in"))
     # BMC sessions: all BMC work spread over the slots, then the quickest tail
     bmc_work = n * (d["discover"] + d["bios"] + d["install"])
     bounds.append(bmc_work / limits["bmc-sessions"] + after("install"))
     return max(bounds)
 
 
-def child(n: int, rack_size: int) -> None:
+# --- memory ---------------------------------------------------------------------------------
+def _children() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        kids.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    return kids
+
+
+def _rss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def tree_rss_mib(roots: list[int]) -> float:
+    kids, seen, todo, total = _children(), set(), list(roots), 0
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        total += _rss_kib(pid)
+        todo.extend(kids.get(pid, []))
+    return total / 1024
+
+
+class PeakRss(threading.Thread):
+    """Samples the summed RSS of some process trees every 0.25 s; keeps the peak."""
+
+    def __init__(self, roots: list[int]) -> None:
+        super().__init__(daemon=True)
+        self.roots, self.peak, self._stop = roots, 0.0, threading.Event()
+
+    def run(self) -> None:
+        while not self._stop.wait(0.25):
+            self.peak = max(self.peak, tree_rss_mib(self.roots))
+
+    def stop(self) -> float:
+        self._stop.set()
+        self.join()
+        return max(self.peak, tree_rss_mib(self.roots))
+
+
+# --- one measured run (a child process of the bench) -------------------------------------------
+def child(n: int, workers: int, rack_size: int, durations: dict[str, float], trace: bool) -> None:
     from prefect.task_runners import ThreadPoolTaskRunner
 
+    from bench.simflow import bench_batch
+    from bench.simruntime import FileRecords, SimRuntime, node_name
+    from flows import runtime
+    from flows.batches import online_workers
     from flows.commission import commission
+    from flows.deploy import ensure_work_pools
     from flows.limits import ensure_limits
+    from lab import procs
+
+    home = Path(tempfile.mkdtemp(prefix="bringup-bench-sim-"))
+    trace_dir = home / "trace"
+    trace_dir.mkdir()
+    FileRecords(home).create([node_name(i, rack_size) for i in range(n)])
+    racks = math.ceil(n / rack_size)
     ensure_limits({"os-installs": LIMITS["os-installs"], "bmc-sessions": LIMITS["bmc-sessions"]})
-    # rack limits are made by the flow; set their size for this run
-    ensure_limits({f"burnin-rack-r{r:02d}": LIMITS["burnin_per_rack"] for r in range(math.ceil(n / rack_size))})
-    flow = commission.with_options(task_runner=ThreadPoolTaskRunner(max_workers=n))
+    ensure_limits({f"burnin-rack-r{r:03d}": LIMITS["burnin_per_rack"] for r in range(racks)})
+    ensure_work_pools()
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.exceptions import ObjectNotFound
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_work_pool(POOL)
+        except ObjectNotFound:
+            client.create_work_pool(WorkPoolCreate(name=POOL, type="process"))
+    sim = {"home": str(home), "durations": durations, "trace": str(trace_dir) if trace else None}
+    bench_batch.from_source(source=str(REPO), entrypoint="bench/simflow.py:bench_batch").deploy(
+        name="bench", work_pool_name=POOL, parameters={"sim": sim}, print_next_steps=False)
+    exe = Path(sys.executable).parent / "prefect"
+    names = [f"bench-worker-{i}" for i in range(1, workers + 1)]
+    pids = [procs.start(name, [str(exe), "worker", "start", "--pool", POOL, "--type", "process", "--name", name,
+                               "--limit", "1"], run_dir=home / "run", log_dir=home / "logs",
+                        env={"PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_WORKER_PREFETCH_SECONDS": "2",
+                             "PREFECT_LOGGING_LEVEL": "WARNING"}, cwd=REPO)
+            for name in names]
+    procs.wait_until(lambda: online_workers(POOL) >= workers, timeout=120, what="bench workers",
+                     log=home / "logs" / f"{names[0]}.log")
+    runtime.use(SimRuntime(**sim))
+    rss = PeakRss([os.getpid(), *pids])
+    rss.start()
+    flow = commission.with_options(task_runner=ThreadPoolTaskRunner(max_workers=64))
     t = time.monotonic()
-    rows = flow(site="bench")
+    rows = flow(site="bench", batches=workers, batch_deployment="bench-batch/bench")
     wall = time.monotonic() - t
+    peak = rss.stop()
+    for name in names:
+        procs.stop(name, home / "run")
+    spans = []
+    for f in trace_dir.glob("*.jsonl"):
+        spans += [json.loads(line) for line in f.read_text().splitlines()]
     admitted = sum(1 for r in rows if r["verdict"] == "admitted")
-    rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    if os.environ.get("BRINGUP_BENCH_TRACE"):
-        from bench import simstages
-        Path(os.environ["BRINGUP_BENCH_TRACE"]).write_text(
-            json.dumps({"t0": t, "t1": t + wall, "spans": simstages.TRACE}))
-    print(json.dumps({"wall": wall, "admitted": admitted, "rss_mib": rss_mib}))
+    print(json.dumps({"wall": wall, "admitted": admitted, "rss_mib": peak, "spans": spans, "t0": time.time() - wall}))
+    shutil.rmtree(home, ignore_errors=True)
 
 
-def where_time_went(trace: dict, durations: dict[str, float], limits: dict[str, int]) -> list[tuple[str, float, float]]:
-    """(what, measured s, ideal s) for the parts of the run the install limit decides: the
-    bound is the time to the first install, the install waves, and the tail after them."""
-    t0, t1 = trace["t0"], trace["t1"]
-    spans = [(n, st, a - t0, b - t0) for n, st, a, b in trace["spans"]]
-    installs = sorted((a, b) for _n, st, a, b in spans if st == "install")
+def where_time_went(spans: list, t0: float, wall: float, durations: dict[str, float]) -> list[tuple[str, float, float]]:
+    """(what, measured s, ideal s): time to the first install, the install waves, the tail."""
+    installs = sorted((a - t0, b - t0) for _n, st, a, b in spans if st == "install")
     if not installs:
         return []
     first, last_end = installs[0][0], max(b for _a, b in installs)
-    slots = limits["os-installs"]
-    busy = sum(b - a for a, b in installs)
-    handoffs = max(1, len(installs) - min(slots, len(installs)))
-    idle = slots * (last_end - first) - busy
-    by_node: dict[str, dict[str, tuple[float, float]]] = {}
-    for n, st, a, b in spans:
-        by_node.setdefault(n, {})[st] = (a, b)
-    waits = [v["burnin"][0] - v["configure"][1] for v in by_node.values() if "burnin" in v and "configure" in v]
+    slots = LIMITS["os-installs"]
     before = sum(durations[s] for s in ORDER[:ORDER.index("install")])
     after = sum(durations[s] for s in ORDER[ORDER.index("install") + 1:])
-    return [
-        ("flow start to first install", first, before),
-        ("install waves (first start to last end)", last_end - first,
-         math.ceil(len(installs) / slots) * durations["install"]),
-        ("  idle install slot-seconds per hand-off", idle / handoffs, 0.0),
-        ("last install end to flow end", (t1 - t0) - last_end, after),
-        ("  mean wait configure end to burn-in start", sum(waits) / max(1, len(waits)), 0.0),
-    ]
+    return [("flow start to first install", first, before),
+            ("install waves (first start to last end)", last_end - first,
+             math.ceil(len(installs) / slots) * durations["install"]),
+            ("last install end to flow end", wall - last_end, after)]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--nodes", default="64,256")
+    ap.add_argument("--nodes", default="1000", help="comma-separated fleet sizes")
+    ap.add_argument("--workers", default="1,2", help="comma-separated worker counts")
     ap.add_argument("--rack-size", type=int, default=16)
     ap.add_argument("--scale", type=float, default=1.0,
-                    help="multiply every stage duration (real installs take minutes, burn-ins hours)")
-    ap.add_argument("--prefect-db", choices=("postgres", "sqlite"), default="postgres",
-                    help="Prefect server database: the lab's PostgreSQL (default) or SQLite")
-    ap.add_argument("--trace", action="store_true",
-                    help="also print where the time went (first install, install waves, tail)")
+                    help="multiply every step duration (real installs take minutes, burn-ins hours)")
+    ap.add_argument("--trace", action="store_true", help="also print where the time went")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--child-workers", type=int, default=1, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    durations = {k: v * args.scale for k, v in DURATIONS.items()}
     if args.child:
-        child(args.child, args.rack_size)
+        child(args.child, args.child_workers, args.rack_size, durations, args.trace)
         return
 
-    from lab.paths import HOST, PG_PORT, LabPaths
-    from lab.postgres import SUPERUSER, Postgres
+    from lab.paths import LabPaths
+    from lab.postgres import Postgres
     from lab.prefect_server import PrefectServer
     paths = LabPaths.default()
     paths.ensure()
-    home = Path(tempfile.mkdtemp(prefix="bringup-bench-prefect-"))
-    if args.prefect_db == "postgres":
-        # SQLite serialises writes: with many task runs taking and releasing slots at
-        # once, single requests stall for seconds (measured); PostgreSQL does not
-        pg = Postgres(paths)
-        pg.start()
-        pg.drop("prefect_bench")
-        pg.create("prefect_bench")
-        os.environ["BRINGUP_PREFECT_DATABASE_URL"] = (
-            f"postgresql+asyncpg://{SUPERUSER}:{pg.password}@{HOST}:{PG_PORT}/prefect_bench")
-        # no database lock to queue for: slot writes may overlap (see flows.limits)
-        os.environ["BRINGUP_SLOT_WRITES"] = "parallel"
-    server = PrefectServer(paths, name="prefect-bench", home=home, port=54209)
+    # the lab's default server settings (PostgreSQL), on a database and port of its own so
+    # the lab's own server and its history are left alone
+    server = PrefectServer(paths, name="prefect-bench", home=Path(tempfile.mkdtemp(prefix="bringup-bench-")),
+                           port=54209)
+    pg = Postgres(paths)
+    pg.start()
+    pg.drop(server.db_name)
     server.start()
-    durations = {k: v * args.scale for k, v in DURATIONS.items()}
     results, traces = [], {}
     try:
         for n in [int(x) for x in args.nodes.split(",")]:
-            trace_file = home / f"trace-{n}.json"
-            env = {**os.environ, **server.env(), "BRINGUP_STAGES": "bench.simstages",
-                   **({"BRINGUP_BENCH_TRACE": str(trace_file)} if args.trace else {}),
-                   "BRINGUP_BENCH": json.dumps({"nodes": n, "rack_size": args.rack_size, "durations": durations}),
-                   "PREFECT_LOGGING_LEVEL": "WARNING"}
-            r = subprocess.run([sys.executable, __file__, "--child", str(n), "--rack-size", str(args.rack_size)],
-                               env=env, capture_output=True, text=True, cwd=REPO)
-            if r.returncode != 0:
-                print(r.stdout[-3000:], r.stderr[-3000:], file=sys.stderr)
-                raise SystemExit(f"run with {n} nodes failed")
-            out = json.loads(r.stdout.strip().splitlines()[-1])
-            lb = lower_bound(n, args.rack_size, durations, LIMITS)
-            results.append((n, out["wall"], lb, out["wall"] / lb, out["rss_mib"], out["admitted"]))
-            if args.trace:
-                traces[n] = json.loads(trace_file.read_text())
+            for w in [int(x) for x in args.workers.split(",")]:
+                env = {**os.environ, **server.env(), "PREFECT_LOGGING_LEVEL": "WARNING"}
+                r = subprocess.run([sys.executable, __file__, "--child", str(n), "--child-workers", str(w),
+                                    "--rack-size", str(args.rack_size), "--scale", str(args.scale),
+                                    *(["--trace"] if args.trace else [])],
+                                   env=env, capture_output=True, text=True, cwd=REPO)
+                if r.returncode != 0:
+                    print(r.stdout[-3000:], r.stderr[-3000:], file=sys.stderr)
+                    raise SystemExit(f"run with {n} nodes on {w} worker(s) failed")
+                out = json.loads(r.stdout.strip().splitlines()[-1])
+                lb = lower_bound(n, args.rack_size, durations, LIMITS)
+                results.append((n, w, out["wall"], lb, out["wall"] / lb, out["rss_mib"], out["admitted"]))
+                traces[(n, w)] = out
     finally:
         server.stop()
-    print(f"stage seconds: {durations}; limits: {LIMITS}; rack size {args.rack_size}; "
-          f"Prefect database: {args.prefect_db}")
-    print(f"{'nodes':>6} {'wall s':>8} {'bound s':>8} {'ratio':>6} {'peak RSS MiB':>13} {'admitted':>9}")
-    for n, wall, lb, ratio, rss, adm in results:
-        print(f"{n:>6} {wall:>8.1f} {lb:>8.1f} {ratio:>6.3f} {rss:>13.0f} {adm:>9}")
-    for n, trace in traces.items():
-        print(f"\nwhere the time went, {n} nodes:")
-        print(f"{'':48} {'measured s':>11} {'ideal s':>8}")
-        for what, got, ideal in where_time_went(trace, durations, LIMITS):
-            print(f"{what:48} {got:>11.2f} {ideal:>8.2f}")
+    print(f"step seconds: {durations}; limits: {LIMITS}; rack size {args.rack_size}; "
+          f"Prefect on PostgreSQL (the lab's default)")
+    print(f"{'nodes':>6} {'workers':>8} {'wall s':>8} {'bound s':>8} {'ratio':>6} {'peak RSS MiB (sum)':>19} "
+          f"{'admitted':>9}")
+    for n, w, wall, lb, ratio, rss, adm in results:
+        print(f"{n:>6} {w:>8} {wall:>8.1f} {lb:>8.1f} {ratio:>6.3f} {rss:>19.0f} {adm:>9}")
+    if args.trace:
+        for (n, w), out in traces.items():
+            print(f"\nwhere the time went, {n} nodes, {w} worker(s):")
+            for what, got, ideal in where_time_went(out["spans"], out["t0"], out["wall"], durations):
+                print(f"  {what:44} {got:>9.2f} s (ideal {ideal:.2f})")
 
 
 if __name__ == "__main__":

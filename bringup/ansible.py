@@ -181,8 +181,10 @@ def run_playbook(playbook: str, hosts: dict[str, dict[str, Any]], extravars: dic
     tmp = Path(tempfile.mkdtemp(prefix="bringup-ansible-")) if own_tmp else Path(private_data_dir)
     for sub in ("home", "local", "runner"):
         (tmp / sub).mkdir(parents=True, exist_ok=True)
-    # control sockets need a short path (108 bytes), whatever the caller's folder
-    cp = Path(tempfile.mkdtemp(prefix="bringup-cp-"))
+    # control sockets need a short path (108 bytes with the socket name), whatever the
+    # caller's folder or TMPDIR (a worker with a deep TMPDIR failed every SSH connection)
+    base = tempfile.gettempdir()
+    cp = Path(tempfile.mkdtemp(prefix="bringup-cp-", dir=base if len(base) <= 40 else "/tmp"))
     try:
         runner = ansible_runner.run(
             private_data_dir=str(tmp / "runner"), project_dir=str(playbooks_dir), playbook=str(path),

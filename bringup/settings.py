@@ -51,8 +51,6 @@ class Settings(BaseModel):
     kubeconfig: Path | None = None
     fleet_profile: Path | None = None
     image: str = ""
-    #: where full burn-in documents and other evidence are kept (journal entries link them)
-    evidence_dir: Path | None = None
     #: URL the BMCs fetch OS images from (virtual media); {name} is the manifest name
     media_url: str = ""
 

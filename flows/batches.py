@@ -16,7 +16,7 @@ from prefect import get_run_logger
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import WorkerFilter, WorkerFilterStatus
 from prefect.deployments import run_deployment
-from prefect.exceptions import ObjectNotFound
+from prefect.exceptions import ObjectNotFound, PrefectHTTPStatusError
 
 BATCH_POOL = "bringup-batch"
 BATCH_DEPLOYMENT = "commission-batch/commission-batch"
@@ -30,6 +30,10 @@ def online_workers(pool: str = BATCH_POOL) -> int:
                 pool, worker_filter=WorkerFilter(status=WorkerFilterStatus(any_=["ONLINE"])))
     except ObjectNotFound:
         return 0
+    except PrefectHTTPStatusError as exc:
+        if exc.response.status_code == 404:  # no such pool on this server
+            return 0
+        raise
     return len(workers)
 
 

@@ -43,8 +43,9 @@ def commission(site: str | None = None, rack: str | None = None, tag: str | None
 
     Select by site, rack, NetBox tag or explicit node names. ``dry_run`` only shows what
     would run; ``force`` redoes finished and quarantined nodes. ``config`` names the
-    settings file. ``batches`` overrides the number of child runs (default: one per
-    online worker of the batch pool; 1 walks every node in this run)."""
+    settings file. ``batches`` is the number of child runs of whole racks (default: one
+    per online worker of the batch pool when there are two or more; 0 walks every node
+    in this run)."""
     rt = runtime.get(config)
     selected = rt.select(site=site, rack=rack, tag=tag, names=nodes)
     log = get_run_logger()
@@ -53,9 +54,11 @@ def commission(site: str | None = None, rack: str | None = None, tag: str | None
         publish_plan(rows)
         return rows
     params = {"burnin_profile": burnin_profile}
-    n = batches if batches is not None else online_workers()
-    groups = split(selected, n) if n > 1 else [selected]
-    if len(groups) < 2:
+    if batches is None:  # as many shares as there are workers to take them
+        n = online_workers()
+        batches = n if n > 1 else 0
+    groups = split(selected, batches) if batches > 0 else []
+    if not groups:
         log.info("commissioning %d node(s) in this run", len(selected))
         return fan_out(selected, params, config=config, force=force)
     log.info("commissioning %d node(s) in %d child runs", len(selected), len(groups))

@@ -213,7 +213,6 @@ class Lab:
             "kubeconfig": str(kubeconfig),
             "fleet_profile": str(self.fleet_path.resolve()),
             "image": "ubuntu-2404-cuda128",
-            "evidence_dir": str(self.paths.home / "evidence"),
         }
 
     def write_settings(self, fleet: FleetProfile) -> Path:

@@ -109,9 +109,13 @@ def lab8(skus):
 
 
 @pytest.fixture(scope="session")
-def prefect_server(lab_paths):
+def prefect_server(lab_paths, postgres):
+    """A Prefect server of this session on the lab's PostgreSQL (as the lab runs it), on a
+    fresh database unless a server of an earlier session still runs."""
     from lab.prefect_server import PrefectServer
     srv = PrefectServer(lab_paths, name="prefect-test", home=lab_paths.home / "prefect-test", port=TEST_PREFECT_PORT)
+    if not srv.healthy():
+        postgres.drop(srv.db_name)
     srv.start()
     yield srv
     srv.stop()

@@ -32,7 +32,7 @@ def join(ctx: Context, rec: NodeRecord, params: Mapping[str, Any], ready_timeout
             "kube_ca_cert_hash": join_cmd.ca_cert_hash, "kube_node_name": rec.name}, ctx.ssh_access(), timeout=300)
         if not res.ok:
             return StepResult(node=rec.name, step="join", ok=False, summary="kubeadm join failed",
-                              reasons=[f"kubeadm join failed: {h.reason()}" for h in res.failed.values()])
+                              reasons=[f"kubeadm join failed: {h.reason()}" for h in res.failed().values()])
     kube.wait_node_ready(rec.name, timeout=ready_timeout)
     pool = dict(rec.pool)
     pool_name = pool.pop("name", "default")

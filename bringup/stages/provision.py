@@ -72,7 +72,7 @@ def install(ctx: Context, rec: NodeRecord, params: Mapping[str, Any], ssh_timeou
         result = install_os(bmc, manifest, media_url,
                             wait=partial(wait_for_ssh, rec.address, port, key, ssh_timeout, node=rec.name))
     doc = {"image": manifest.name, "media_url": media_url, "result": dump(result),
-           "seconds": round(time.time() - started, 1)}
+           "started": round(started, 3), "finished": round(time.time(), 3)}
     return StepResult(node=rec.name, step="install", ok=True,
                       summary=f"{manifest.name} installed; SSH answers with the pinned host key",
                       fields={"image_id": manifest.name},

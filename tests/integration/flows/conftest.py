@@ -60,7 +60,6 @@ def flow_lab(tmp_path_factory, flow_fleet, netbox_server, prefect_server, lab_pa
         "ssh_key_file": str(home / "secrets" / "id_ed25519"),
         "ssh_known_hosts": str(home / "secrets" / "known_hosts"),
         "kubeconfig": str(home / "kube" / "kubeconfig"),
-        "evidence_dir": str(home / "evidence"),
         "image": "ubuntu-2404-cuda128",
     }
     path = home / "config.yaml"

@@ -33,22 +33,88 @@ def _stages(nb, site="flow-test"):
 
 
 def _run_commission(**kw):
-    from flows import tasks
+    from flows import runtime
     from flows.commission import commission
-    tasks.ctx.cache_clear()
+    runtime.forget()
     return commission(site="flow-test", **kw)
+
+
+#: the first worker: walks two nodes through their burn-in with the real lifecycle, then
+#: dies (SIGKILL, no cleanup) before judging
+_BURN_AND_DIE = """
+import os, signal
+from concurrent.futures import ThreadPoolExecutor
+from bringup.context import Context
+from bringup.stages import lifecycle
+from bringup.lifecycle import State
+lc = lifecycle(Context.from_settings())
+
+def burn(name):
+    state = lc.start(name)
+    while state != State.BURNED_IN:
+        for st in lc.pending_steps(name, state):
+            state = State(lc.run_step(name, state, st.name, {{"burnin_profile": "quick"}}).state)
+        assert state != State.QUARANTINED, name
+
+with ThreadPoolExecutor(2) as pool:
+    list(pool.map(burn, {nodes!r}))
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def _kinds(nb, rec, marker):
+    return [e for e in nb.journal_entries(rec.id) if marker in e["comments"]]
+
+
+def test_killed_after_burn_in_another_worker_judges_from_netbox_without_burning_in_again(
+        seeded, flow_env, prefect_server, tmp_path):
+    nodes = ["ft-r01-n01", "ft-r01-n04"]          # healthy; low busbw
+    env = {**os.environ, "BRINGUP_CONFIG": str(flow_env), "PREFECT_API_URL": prefect_server.api_url}
+    first = subprocess.run([sys.executable, "-c", _BURN_AND_DIE.format(nodes=nodes)], env=env,
+                           capture_output=True, text=True, timeout=600)
+    assert first.returncode == -signal.SIGKILL, first.stderr[-2000:]
+    recs = {n: r for n, r in _stages(seeded).items() if n in nodes}
+    assert {r.stage for r in recs.values()} == {"burned_in"}
+    assert all(len(_kinds(seeded, r, "kind=burnin ")) == 1 for r in recs.values())
+    # the second worker: another process, another HOME and temp folder (nothing local
+    # survives from the first), the real commission flow
+    home = tmp_path / "worker2"
+    home.mkdir()
+    env2 = {**env, "HOME": str(home), "TMPDIR": str(home)}
+    second = subprocess.run([sys.executable, "-c", "from flows.commission import commission; "
+                             f"commission(nodes={nodes!r})"], env=env2, capture_output=True, text=True,
+                            timeout=600)
+    assert second.returncode == 0, second.stderr[-3000:]
+    after = _stages(seeded)
+    healthy = after["ft-r01-n01"]
+    assert healthy.stage == "active" and healthy.custom_fields["burnin_status"] == "pass", \
+        (healthy.stage, healthy.custom_fields.get("bringup_reason"), second.stderr[-2000:])
+    assert after["ft-r01-n04"].stage == "quarantined"
+    assert "busbw" in after["ft-r01-n04"].custom_fields["bringup_reason"]
+    # judged from the stored document: no second burn-in document, one verdict each
+    for n in nodes:
+        assert len(_kinds(seeded, after[n], "kind=burnin ")) == 1, n
+        assert len(_kinds(seeded, after[n], "kind=verdict ")) == 1, n
+    # the verdict equals what the judge gives for the stored document
+    from bringup.context import Context
+    from bringup.stages.judge import verdict_of
+    ctx = Context.from_settings(flow_env)
+    rec = ctx.node("ft-r01-n04")
+    stored = ctx.evidence.get(rec.name, rec.custom_fields, "burnin")
+    assert ctx.evidence.get(rec.name, rec.custom_fields, "verdict")["status"] == verdict_of(rec.name, rec, stored)["status"] == "fail"
 
 
 def test_crash_mid_run_then_rerun_loses_nothing(seeded, flow_env, prefect_server):
     # start a commission in another process and kill it once a node is provisioned
     env = {**os.environ, "BRINGUP_CONFIG": str(flow_env), "PREFECT_API_URL": prefect_server.api_url}
-    proc = subprocess.Popen([sys.executable, "-c", "from flows.commission import commission; "
-                             "commission(site='flow-test')"], env=env, start_new_session=True,
+    proc = subprocess.Popen([sys.executable, "-c", ("from flows.commission import commission; "
+                                                    "commission(site='flow-test')")], env=env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
     try:
         while time.monotonic() < deadline:
-            if any(n.stage in ("provisioned", "burned_in") for n in _stages(seeded).values()):
+            if any(n.stage in ("provisioned", "burned_in") and n.name not in ("ft-r01-n01", "ft-r01-n04")
+                   for n in _stages(seeded).values()):
                 break
             assert proc.poll() is None, "the commission finished before it could be interrupted"
             time.sleep(1)
@@ -58,7 +124,7 @@ def test_crash_mid_run_then_rerun_loses_nothing(seeded, flow_env, prefect_server
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     before = _stages(seeded)
-    assert not all(n.stage in ("admitted", "quarantined") for n in before.values())
+    assert not all(n.stage in ("active", "quarantined") for n in before.values())
 
     rows = _run_commission()
     verdicts = {r["node"]: r for r in rows}

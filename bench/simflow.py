@@ -1,0 +1,24 @@
+"""The bench's batch flow: the real ``commission-batch`` body, run by a worker against the
+bench's stand-in runtime (handed over as an object, from the deployment's ``sim``
+parameter)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from prefect import flow
+from prefect.task_runners import ThreadPoolTaskRunner
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.simruntime import SimRuntime
+from flows import runtime
+from flows.commission import commission_batch
+
+
+@flow(name="bench-batch", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=1024))
+def bench_batch(nodes: list[str], burnin_profile: str = "quick", force: bool = False, config: str | None = None,
+                sim: dict | None = None) -> list[dict]:
+    runtime.use(SimRuntime(**(sim or {})))
+    return commission_batch.fn(nodes=nodes, burnin_profile=burnin_profile, force=force, config=config)

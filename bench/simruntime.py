@@ -1,0 +1,122 @@
+"""A timed stand-in runtime for the flows, to measure the orchestration alone.
+
+The real lifecycle engine (:class:`bringup.lifecycle.Lifecycle`, its table, transitions
+and progress) runs unchanged; only the step functions and the node records are stand-ins:
+each step sleeps its duration, and node records are JSON files in a folder, so the
+controller and every worker process share them as they would share NetBox. The bench
+hands an instance to the flows with ``flows.runtime.use(...)``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from bringup.evidence import EvidenceStore, Ref
+from bringup.lifecycle import STEP_NAMES, Lifecycle
+from bringup.results import NodeReport, StepResult
+from bringup.stages.select import Selected
+
+
+@dataclass
+class SimNode:
+    name: str
+    rack: str
+    stage: str = "planned"
+    status: str = "planned"
+    url: str = ""
+    custom_fields: dict[str, Any] = field(default_factory=dict)
+    tags: list[str] = field(default_factory=list)
+
+
+def node_name(i: int, rack_size: int) -> tuple[str, str]:
+    rack = f"r{i // rack_size:03d}"
+    return f"sim-{rack}-n{i % rack_size:02d}", rack
+
+
+class FileRecords:
+    """Node records as one JSON file per node (written atomically)."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+
+    def _path(self, name: str) -> Path:
+        return self.home / "nodes" / f"{name}.json"
+
+    def create(self, names: list[tuple[str, str]]) -> None:
+        (self.home / "nodes").mkdir(parents=True, exist_ok=True)
+        for name, rack in names:
+            self._save(SimNode(name, rack))
+
+    def _save(self, node: SimNode) -> None:
+        path = self._path(node.name)
+        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}")
+        tmp.write_text(json.dumps(node.__dict__))
+        tmp.replace(path)
+
+    def node(self, name: str) -> SimNode:
+        return SimNode(**json.loads(self._path(name).read_text()))
+
+    def names(self) -> list[str]:
+        return sorted(p.stem for p in (self.home / "nodes").glob("*.json"))
+
+    def write(self, node, *, stage=None, status=None, fields=None, add_tags=(), remove_tags=()) -> None:
+        cur = self.node(node.name)
+        cur.stage = stage or cur.stage
+        cur.status = status or cur.status
+        cur.custom_fields.update(fields or {})
+        cur.tags = sorted((set(cur.tags) | set(add_tags)) - set(remove_tags))
+        self._save(cur)
+        node.stage, node.custom_fields = cur.stage, cur.custom_fields
+
+    def journal(self, node, text: str, kind: str = "info") -> None:
+        pass  # the bench measures orchestration; NetBox's journal is not part of it
+
+    def put_evidence(self, node, evidence) -> dict[str, Any]:
+        return EvidenceStore.index_update(node.custom_fields, [Ref(e.kind, (0,), "", 0, "") for e in evidence])
+
+    def report(self, node, verdict: str) -> NodeReport:
+        return NodeReport(node=node.name, rack=node.rack, verdict=verdict, stage=node.stage)
+
+
+class SimRuntime:
+    """``flows.runtime.Runtime`` over :class:`FileRecords` and sleeping steps. ``trace``
+    (a folder) receives one JSON line per step: node, step, start, end."""
+
+    def __init__(self, home: str, durations: dict[str, float], trace: str | None = None) -> None:
+        self.home = Path(home)
+        self.records = FileRecords(self.home)
+        self.durations = durations
+        self.trace = Path(trace) if trace else None
+        self._lock = threading.Lock()
+        self._lifecycle = Lifecycle(steps={name: partial(self._step, name) for name in STEP_NAMES},
+                                    records=self.records)
+
+    def lifecycle(self) -> Lifecycle:
+        return self._lifecycle
+
+    def _step(self, step: str, node, params) -> StepResult:
+        start = time.time()
+        time.sleep(self.durations.get(step, 0.0))
+        if self.trace:
+            line = json.dumps([node.name, step, start, time.time()]) + "\n"
+            with self._lock, open(self.trace / f"trace-{os.getpid()}.jsonl", "a") as f:
+                f.write(line)
+        return StepResult(node=node.name, step=step, ok=True)
+
+    def select(self, *, site=None, rack=None, tag=None, names=None, status=None) -> list[Selected]:
+        out = []
+        for name in names or self.records.names():
+            n = self.records.node(name)
+            if rack is None or n.rack == rack:
+                out.append(Selected(n.name, n.rack, n.stage))
+        return out
+
+    def due_for_reburnin(self, **selection) -> list[Selected]:
+        return []

@@ -1,0 +1,88 @@
+"""Scale-out: one commission over two racks runs as two child flow runs on two batch
+workers; each worker does one share, and the global limits hold across both."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[3]
+HEALTHY = {"ft-r01-n01", "ft-r02-n01", "ft-r02-n02"}
+
+
+@pytest.fixture
+def reseeded(flow_env, flow_fleet, postgres, netbox_url, netbox_token):
+    """NetBox as on day one: every node planned again (the simulators keep their state)."""
+    from bringup.nbschema import load_schema
+    from bringup.netbox_adapter import NetBox, connect
+    from bringup.sku import load_skus
+    from lab.netbox_server import PRISTINE_DB
+    from lab.seed import seed
+    postgres.clone(PRISTINE_DB, "netbox_test")
+    nb = NetBox(connect(netbox_url, netbox_token))
+    nb.apply_schema(load_schema())
+    seed(nb, flow_fleet, load_skus())
+    return nb
+
+
+@pytest.fixture
+def two_batch_workers(flow_env, prefect_server, lab_paths, tmp_path):
+    from flows.deploy import register
+    from flows.limits import ensure_limits
+    from lab import procs
+    register()
+    ensure_limits({"os-installs": 1})   # installs one at a time, whichever worker asks
+    run, logs = tmp_path / "run", tmp_path / "logs"
+    names = ["worker-a", "worker-b"]
+    exe = Path(sys.executable).parent / "prefect"
+    env = {**prefect_server.env(), "BRINGUP_CONFIG": str(flow_env), "PREFECT_WORKER_QUERY_SECONDS": "1",
+           "PREFECT_WORKER_PREFETCH_SECONDS": "2"}
+    for name in names:
+        procs.start(name, [str(exe), "worker", "start", "--pool", "bringup-batch", "--type", "process",
+                           "--name", name, "--limit", "1"], run_dir=run, log_dir=logs, env=env, cwd=REPO)
+    from flows.batches import online_workers
+    procs.wait_until(lambda: online_workers() == 2, timeout=90, what="two batch workers", log=logs / "worker-a.log")
+    yield {n: logs / f"{n}.log" for n in names}
+    for name in names:
+        procs.stop(name, run)
+    ensure_limits({"os-installs": 8})
+
+
+def test_two_workers_share_one_commission_and_the_limits_hold_across_them(reseeded, two_batch_workers):
+    from prefect.client.orchestration import get_client
+
+    from bringup.context import Context
+    from flows import runtime
+    from flows.commission import commission
+    runtime.forget()
+    t0 = time.time()
+    rows = commission(site="flow-test", batches=2)
+    assert {r["node"] for r in rows if r["verdict"] == "admitted"} == HEALTHY
+    assert {r["verdict"] for r in rows if r["node"] not in HEALTHY} == {"quarantined"}
+
+    # each worker ran exactly one of the two child runs
+    with get_client(sync_client=True) as client:
+        children = [r for r in client.read_flow_runs() if r.name.startswith("batch ") and r.start_time
+                    and r.start_time.timestamp() >= t0 - 5]
+    assert len(children) == 2 and all(c.state.is_completed() for c in children)
+    ran = {name: [str(c.id) for c in children if str(c.id) in log.read_text(errors="replace")]
+           for name, log in two_batch_workers.items()}
+    assert sorted(len(v) for v in ran.values()) == [1, 1], ran
+
+    # the install limit (1) held across both workers: no two installs overlapped
+    ctx = Context.from_settings(os.environ["BRINGUP_CONFIG"])
+    spans = []
+    for rec in ctx.netbox.nodes(site="flow-test"):
+        if ctx.evidence.has(rec.custom_fields, "install"):
+            doc = ctx.evidence.get(rec.name, rec.custom_fields, "install")
+            spans.append((doc["started"], doc["finished"], rec.rack))
+    spans.sort()
+    assert len(spans) >= 6 and {rack for *_t, rack in spans} == {"r01", "r02"}
+    for (a0, a1, _), (b0, _b1, _) in zip(spans, spans[1:]):
+        assert b0 >= a1 - 0.5, ("installs overlapped", spans)
