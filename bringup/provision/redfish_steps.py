@@ -93,9 +93,10 @@ def _wait_watching_bmc(bmc: Bmc, ssh_wait: Callable[[float], Any], marker: set[s
                        poll: float) -> tuple[Any, str | None]:
     deadline = time.monotonic() + wait_timeout
     while True:
-        remaining = deadline - time.monotonic()
+        started = time.monotonic()
+        slice_s = max(0.1, min(poll, deadline - started))
         try:
-            return ssh_wait(max(0.1, min(poll, remaining))), None
+            return ssh_wait(slice_s), None
         except HostKeyMismatch:
             raise
         except SSHError:
@@ -104,3 +105,5 @@ def _wait_watching_bmc(bmc: Bmc, ssh_wait: Callable[[float], Any], marker: set[s
                 return None, failure
             if time.monotonic() >= deadline:
                 raise
+            # a wait that gave up early (refused at once) must not turn this into a BMC poll loop
+            time.sleep(max(0.0, started + slice_s - time.monotonic()))

@@ -132,8 +132,9 @@ def test_a_failed_media_boot_is_seen_on_the_bmc_at_the_first_check(monkeypatch):
     assert len(waits) == 1 and svc.state.media_image is None
 
 
-def test_a_good_install_waits_for_ssh_and_ejects(monkeypatch):
-    result, waits, svc = _install("dell-idrac", "[]", monkeypatch, installer=lambda image: {"installed": True})
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_a_good_install_waits_for_ssh_and_ejects(vendor, monkeypatch):
+    result, waits, svc = _install(vendor, "[]", monkeypatch, installer=lambda image: {"installed": True})
     assert result.ok and result.waited == "SHA256:node" and svc.state.installs == ["http://img/u.iso"]
     assert len(waits) > 1 and result.ejected and svc.state.media_image is None   # waited for the OS, then ejected
 
