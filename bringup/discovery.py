@@ -9,14 +9,16 @@ and one node's failure never stops the others.
 from __future__ import annotations
 
 import logging
+import stat
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, computed_field
 
-from .errors import AuthError, BringupError, ConfigError, ParseError, RedfishTimeoutError
+from .errors import AuthError, BringupError, ConfigError, ParseError, RedfishTimeoutError, SecretFileError
 from .redfish import Credentials, Inventory, connect
 from .verify import ExpectedNode, Finding, verify
 
@@ -127,3 +129,41 @@ def discover(expected: list[ExpectedNode], credentials_for: Callable[[str], Cred
         return []
     with ThreadPoolExecutor(max_workers=min(concurrency, len(expected)), thread_name_prefix="discover") as pool:
         return list(pool.map(one, expected))
+
+
+def read_password_file(path: str | Path) -> str:
+    """The BMC password kept in ``path``, which must be mode 0600 (nobody else may read it)."""
+    p = Path(path)
+    try:
+        mode = p.stat().st_mode
+        text = p.read_text()
+    except OSError as exc:
+        raise SecretFileError(f"cannot read the password file {p}: {exc.strerror}") from None
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise SecretFileError(f"the password file {p} is mode {stat.S_IMODE(mode):04o}; it must be 0600",
+                              hint=f"run `chmod 600 {p}`")
+    password = text.rstrip("\r\n")
+    if not password:
+        raise SecretFileError(f"the password file {p} is empty")
+    return password
+
+
+def bmc_inventory(url: str, creds: Credentials, *, ca_bundle: str | None = None, insecure: bool = False,
+                  timeout: float = 10.0, retries: int = 2) -> Inventory:
+    """One BMC's typed inventory (what ``bringup bmc inventory`` prints). A member the BMC
+    could not give is in ``unavailable``; auth, TLS and connection failures raise."""
+    with connect(url, creds, ca_bundle=ca_bundle, insecure=insecure, timeout=timeout, retries=retries,
+                 for_inventory=True) as bmc:
+        return bmc.inventory()
+
+
+def inventory_document(inv: Inventory) -> dict[str, Any]:
+    """The JSON document of an inventory: system, gpus, cpus, nics (name, mac), unavailable."""
+    return {"bmc": inv.address, "system": inv.system.model_dump(mode="json"), "systems": inv.systems,
+            "gpus": [g.model_dump(mode="json", include={"id", "model", "serial", "memory_mib", "uuid", "health",
+                                                        "source", "uri"}) for g in inv.gpus],
+            "cpus": [c.model_dump(mode="json") for c in inv.cpus],
+            "nics": [{"name": n.id, "mac": n.mac, "owner": n.owner, "link": n.link, "speed_mbps": n.speed_mbps,
+                      "position": list(n.position) if n.position else None, "uri": n.uri} for n in inv.nics],
+            "memory_mib": inv.memory_mib, "firmware": dict(inv.firmware),
+            "unavailable": [u.model_dump(mode="json") for u in inv.unavailable]}

@@ -157,6 +157,11 @@ class RedfishTLSError(RedfishError, ControllerFault):
     """TLS verification of a BMC failed: our CA bundle or settings do not match the BMC."""
 
 
+class RedfishTaskError(RedfishError):
+    """A BMC accepted an action but its Task or Job ended in failure (Exception, Killed,
+    Failed...): the BMC or the node could not do it; retrying the same way will not help."""
+
+
 # SSH and Ansible: the node's OS.
 class SSHError(AdapterError):
     system = "SSH"

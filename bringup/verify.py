@@ -5,12 +5,14 @@ and returns findings; it does no I/O. A finding's severity says what it means fo
 ``critical`` blocks it, ``warning`` needs a look but does not block, ``info`` is a report.
 
 NIC identity is the MAC address. BMC resource Ids of interfaces are vendor-specific
-(``NIC.Slot.3-1-1``, ``1``...), so they never decide the verdict; when they happen to
-equal NetBox's interface names they only add hints (a swap between two ports).
+(``NIC.Slot.3-1-1``, ``1``...), so they never decide the verdict. A swap (NetBox's cx1
+MAC on the port where cx2 belongs) is found by MAC and the physical position the BMC
+reports for each port (slot, port), compared with NetBox's order cx0..cxN: critical.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -21,6 +23,7 @@ from .sku import SkuSpec
 Severity = Literal["critical", "warning", "info"]
 #: reported GPU memory may differ slightly from the SKU figure (reserved/ECC pages)
 GPU_MEMORY_TOLERANCE = 0.02
+COMPUTE_IFACE = re.compile(r"^cx(\d+)$")
 
 
 class Finding(BaseModel):
@@ -92,15 +95,6 @@ def _nic_findings(expected: ExpectedNode, inv: Inventory) -> list[Finding]:
     by_id = {n.id: n for n in inv.nics}
     for iface, mac in expected.macs.items():
         if mac in observed:
-            nic = observed[mac]
-            # a hint only: the BMC names this MAC's port like another of our interfaces
-            other = nic.id if nic.id in expected.macs and nic.id != iface else None
-            if other is not None:
-                out.append(Finding(severity="warning", code="nic_swapped",
-                                   message=f"{iface}'s MAC {mac} is on the port the BMC calls {other}; "
-                                           f"the NetBox records of {iface} and {other} look swapped",
-                                   evidence={"interface": iface, "mac": mac, "bmc_port": other,
-                                             "bmc_port_expected_mac": expected.macs[other]}))
             continue
         same_name = by_id.get(iface)
         evidence: dict[str, Any] = {"interface": iface, "expected_mac": mac}
@@ -114,7 +108,59 @@ def _nic_findings(expected: ExpectedNode, inv: Inventory) -> list[Finding]:
         out.append(Finding(severity="warning", code="nic_extra",
                            message=f"the BMC reports {len(extra)} MAC(s) NetBox does not know",
                            evidence={"macs": {n.id: n.mac for n in extra}}))
+    return out + _swap_findings(expected, inv)
+
+
+def _compute_ifaces(expected: ExpectedNode) -> list[str]:
+    """NetBox's compute interfaces in their order (cx0, cx1, ... cx10): the physical order."""
+    names = [i for i in expected.macs if COMPUTE_IFACE.match(i)]
+    return sorted(names, key=lambda i: int(COMPUTE_IFACE.match(i).group(1)))  # type: ignore[union-attr]
+
+
+def _swap_findings(expected: ExpectedNode, inv: Inventory) -> list[Finding]:
+    """MACs on the wrong physical ports, by MAC and position, whatever the BMC calls its ports.
+
+    NetBox's cxN is the N-th compute port in slot order; the BMC says where each port sits
+    (``Nic.position``). Every compute MAC must be on the port of its own rank."""
+    ifaces = _compute_ifaces(expected)
+    if not ifaces:
+        return []
+    macs = {expected.macs[i] for i in ifaces}
+    nics = [n for n in inv.nics if n.mac in macs]
+    if len(nics) != len(ifaces):
+        return []      # a missing NIC is already critical; ranks would shift and blame the wrong ports
+    if any(n.position is None for n in nics):
+        return [Finding(severity="warning", code="nic_order_unknown",
+                        message="the BMC does not say where the compute ports sit (slot, port): MACs swapped "
+                                "between ports cannot be detected here",
+                        evidence={"ports_without_position": sorted(n.id for n in nics if n.position is None)})]
+    by_rank = sorted(nics, key=lambda n: n.position)  # type: ignore[arg-type, return-value]
+    out: list[Finding] = []
+    for iface, nic in zip(ifaces, by_rank, strict=True):
+        if nic.mac == expected.macs[iface]:
+            continue
+        holder = expected_iface(expected, nic.mac)
+        out.append(Finding(severity="critical", code="nic_swapped",
+                           message=f"the port where NetBox's {iface} belongs (slot {nic.position[0]}, port "
+                                   f"{nic.position[1]}, BMC id {nic.id}) carries {holder}'s MAC {nic.mac}: "
+                                   f"cables or NetBox records of {iface} and {holder} are swapped",
+                           evidence={"interface": iface, "expected_mac": expected.macs[iface], "found_mac": nic.mac,
+                                     "mac_belongs_to": holder, "position": list(nic.position), "bmc_port": nic.id}))
     return out
+
+
+def expected_iface(expected: ExpectedNode, mac: str) -> str:
+    return next((i for i, m in expected.macs.items() if m == mac), "?")
+
+
+def _unavailable_findings(inv: Inventory) -> list[Finding]:
+    gaps = [u for u in inv.unavailable if u.kind != "not_ethernet"]
+    if not gaps:
+        return []
+    return [Finding(severity="warning", code="inventory_incomplete",
+                    message=f"{len(gaps)} resource(s) the BMC lists could not be read or understood; "
+                            "that part of the hardware is unknown",
+                    evidence={"unavailable": [u.model_dump() for u in gaps]})]
 
 
 def _bios_findings(sku: SkuSpec, inv: Inventory, severity: Severity) -> list[Finding]:
@@ -145,6 +191,7 @@ def verify(expected: ExpectedNode, inv: Inventory, *, bios_drift_severity: Sever
     findings += _gpu_findings(expected.sku, inv)
     findings += _nic_findings(expected, inv)
     findings += _bios_findings(expected.sku, inv, bios_drift_severity)
+    findings += _unavailable_findings(inv)
     findings.append(Finding(severity="info", code="firmware", message="firmware versions",
                             evidence={"versions": dict(inv.firmware), "bios_version": inv.system.bios_version}))
     return findings

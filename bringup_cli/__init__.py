@@ -26,6 +26,7 @@ GROUPS = [
     ("lab", "lab", "Run the lab: a simulated fleet around real NetBox and Prefect."),
     ("netbox_cmd", "netbox", "NetBox schema as code."),
     ("image_cmd", "image", "OS image manifests."),
+    ("bmc_cmd", "bmc", "One BMC directly: its Redfish inventory."),
     ("flows_cmd", None, "Commission and re-burn-in."),
 ]
 

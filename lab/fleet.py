@@ -45,6 +45,12 @@ class FaultKind(StrEnum):
     BMC_TIMEOUT = "bmc_timeout"              # BMC accepts but never answers
     BMC_500 = "bmc_500"                      # every request answers 500
     BMC_401 = "bmc_401"                      # credentials refused
+    MEMBER_404 = "member_404"                # iface or gpu: listed in its collection, answers 404
+    FC_PORT = "fc_port"                      # an extra Fibre Channel HBA whose port holds a WWPN
+    MAC_NOT_AVAILABLE = "mac_not_available"  # iface: the host interface's MACAddress is "Not Available"
+    CHIPSET_FUNCTION = "chipset_function"    # an onboard AMD "MultiFunction" PCIe device (no GPU)
+    BIOS_SECOND_RESET = "bios_second_reset"  # staged BIOS settings apply only at the second POST
+    BOOT_FAIL = "boot_fail"                  # the virtual-media boot fails; the BMC logs it
     # GPU health (NVML stand-in, DCGM / gpu-burn stand-ins)
     ECC_OFF = "ecc_off"
     ECC_PENDING = "ecc_pending"              # pending mode differs from current
@@ -105,6 +111,8 @@ class NodeSpec(BaseModel):
     address: str                     # the node's own (management) address
     ssh_port: int = Field(default=2222, ge=1, le=65535)
     macs: dict[str, str] = Field(default_factory=dict)
+    #: the BMC simulator's vendor profile (lab/bmcsim/vendors/<name>.yaml)
+    bmc_vendor: str = "bmcsim"
     faults: list[Fault] = Field(default_factory=list)
 
     @field_validator("name", "rack")
@@ -112,6 +120,13 @@ class NodeSpec(BaseModel):
     def _dns_name(cls, v: str) -> str:
         if not NAME_RE.match(v):
             raise ValueError("must be lower-case letters, digits and '-' (a DNS label)")
+        return v
+
+    @field_validator("bmc_vendor")
+    @classmethod
+    def _vendor(cls, v: str) -> str:
+        if not NAME_RE.match(v):
+            raise ValueError("must name a profile in lab/bmcsim/vendors (lower-case letters, digits, '-')")
         return v
 
     @field_validator("bmc_address", "address")
@@ -188,10 +203,17 @@ class FleetProfile(BaseModel):
         return sorted({n.rack for n in self.nodes})
 
 
+def _vendor_profiles() -> list[str] | None:
+    """Names of the BMC simulator's vendor profiles (None where the folder is absent)."""
+    folder = Path(__file__).with_name("bmcsim") / "vendors"
+    return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else None
+
+
 def _cross_checks(fleet: FleetProfile, doc: LocatedYaml, known_skus: dict[str, int] | None) -> list[str]:
     """Checks that span nodes: unique names/addresses/MACs, known SKUs and pools."""
     problems: list[str] = []
     seen: dict[tuple[str, Any], int] = {}
+    vendors = _vendor_profiles()
 
     def unique(kind: str, value: Any, i: int, field: str) -> None:
         key = (kind, value)
@@ -217,6 +239,9 @@ def _cross_checks(fleet: FleetProfile, doc: LocatedYaml, known_skus: dict[str, i
                                 f"known SKUs: {', '.join(sorted(known_skus))}")
             else:
                 nics = known_skus[n.sku]
+        if vendors is not None and n.bmc_vendor not in vendors:
+            problems.append(f"  {doc.where(('nodes', i, 'bmc_vendor'))} nodes[{i}].bmc_vendor: unknown BMC "
+                            f"vendor profile {n.bmc_vendor!r}; profiles are: {', '.join(vendors)}")
         names = n.interface_names(nics)
         for iface in n.macs:
             if iface not in names:

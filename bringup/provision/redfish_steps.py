@@ -2,15 +2,18 @@
 over virtual media. Each function is one step and is handed its BMC session.
 
 A BIOS attribute that did not take is a *result* (``BiosResult.ok`` false, with the
-attributes named), not an exception: the lifecycle decides what it means for the node.
+attributes named), not an exception, and so is a boot from the media that the BMC reports
+as failed (``InstallResult.boot_failure``): the lifecycle decides what it means for the node.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..errors import HostKeyMismatch, SSHError
 from ..image import ImageManifest
 
 
@@ -23,6 +26,8 @@ class Bmc(Protocol):
     def set_boot_once(self, target: str) -> None: ...
     def power(self, action: str, wait: bool = True, timeout: float = 120.0) -> str: ...
     def system(self) -> Any: ...
+    def log_marker(self) -> set[str]: ...
+    def boot_failure(self, before: set[str]) -> str | None: ...
 
 
 # --- BIOS ------------------------------------------------------------------------------
@@ -40,28 +45,65 @@ class InstallResult:
     power_action: str
     waited: Any = None
     ejected: bool = False
+    #: what the BMC said went wrong with the boot from the media (the install did not happen)
+    boot_failure: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.boot_failure is None
 
 
 def install_os(bmc: Bmc, manifest: ImageManifest, media_url: str | None = None, *,
-               wait: Callable[[], Any] | None = None, timeout: float = 120.0) -> InstallResult:
+               wait: Callable[[], Any] | None = None, ssh_wait: Callable[[float], Any] | None = None,
+               wait_timeout: float = 300.0, poll: float = 15.0, timeout: float = 120.0) -> InstallResult:
     """Boot the node once from the image as virtual CD: insert, boot-once Cd, reset.
 
-    ``wait`` (e.g. a :func:`bringup.ssh.wait_for_ssh` partial) is called after the reset;
-    the media is ejected after it, whatever it returns or raises, so the next reboot
-    boots the installed disk. Without ``wait`` the media stays in: a live installer
-    reads it until it finishes; call ``bmc.eject_media()`` when the node is back."""
+    Then wait for the node with ``ssh_wait(seconds)`` (e.g. :func:`bringup.ssh.wait_for_ssh`
+    with the timeout left open), in slices of ``poll`` seconds up to ``wait_timeout``,
+    asking the BMC between slices whether the boot failed: a BMC that says so (a new log
+    entry, BootProgress stuck before the OS) ends the wait at once with ``boot_failure``
+    set, instead of waiting for SSH until the timeout. ``wait`` is the older form, a call
+    that does the whole wait itself (the BMC is not asked meanwhile). The media is ejected
+    after the wait, whatever it returns or raises, so the next reboot boots the installed
+    disk. Without either the media stays in: a live installer reads it until it finishes;
+    call ``bmc.eject_media()`` when the node is back."""
     url = media_url or manifest.iso.url
     bmc.insert_media(url, timeout=timeout)
     bmc.set_boot_once("Cd")
+    marker = bmc.log_marker() if ssh_wait is not None else set()
     state = getattr(bmc.system(), "PowerState", None)
     action = "ForceRestart" if state == "On" else "On"
     bmc.power(action, wait=True, timeout=timeout)
     result = InstallResult(image=manifest.name, media_url=url, power_action=action)
-    if wait is None:
+    if wait is None and ssh_wait is None:
         return result
     try:
-        result.waited = wait()
+        if ssh_wait is not None:
+            result.waited, result.boot_failure = _wait_watching_bmc(bmc, ssh_wait, marker, wait_timeout, poll)
+        else:
+            assert wait is not None
+            result.waited = wait()
     finally:
         bmc.eject_media()
         result.ejected = True
     return result
+
+
+def _wait_watching_bmc(bmc: Bmc, ssh_wait: Callable[[float], Any], marker: set[str], wait_timeout: float,
+                       poll: float) -> tuple[Any, str | None]:
+    deadline = time.monotonic() + wait_timeout
+    while True:
+        started = time.monotonic()
+        slice_s = max(0.1, min(poll, deadline - started))
+        try:
+            return ssh_wait(slice_s), None
+        except HostKeyMismatch:
+            raise
+        except SSHError:
+            failure = bmc.boot_failure(marker)
+            if failure is not None:
+                return None, failure
+            if time.monotonic() >= deadline:
+                raise
+            # a wait that gave up early (refused at once) must not turn this into a BMC poll loop
+            time.sleep(max(0.0, started + slice_s - time.monotonic()))

@@ -7,8 +7,8 @@
 
 from .client import Bmc, Credentials, connect
 from .credentials import load_credentials
-from .models import BiosResult, Cpu, Dimm, Gpu, Inventory, Nic, SystemInfo
 from .quirks import Quirks, quirks_for
+from .views import BiosResult, Cpu, Dimm, Gpu, Inventory, Nic, SystemInfo, Unavailable
 
 __all__ = [
            "BiosResult",
@@ -21,6 +21,7 @@ __all__ = [
            "Nic",
            "Quirks",
            "SystemInfo",
+           "Unavailable",
            "connect",
            "load_credentials",
            "quirks_for",

@@ -14,7 +14,7 @@ from pathlib import Path
 from bringup.errors import ConfigError
 from bringup.yamlio import load_file
 
-from .client import Credentials
+from .transport import Credentials
 
 
 def load_credentials(path: str | Path) -> Callable[[str], Credentials]:

@@ -1,9 +1,11 @@
-"""Typed views of the Redfish documents bringup reads, and the inventory built from them.
+"""Typed views of the Redfish documents bringup reads.
 
 ``parse(model, doc, uri)`` validates one JSON document; a missing or malformed field
 raises :class:`bringup.errors.ParseError` naming the resource URI and the JSON path
 (``/redfish/v1/Systems/1/EthernetInterfaces/cx0 $.MACAddress``). Only fields bringup
-relies on are required; everything vendors commonly omit is optional.
+relies on are required; everything vendors commonly omit is optional. What bringup
+builds from them (the inventory) lives in :mod:`bringup.redfish.views` and is re-exported
+here.
 """
 
 from __future__ import annotations
@@ -14,6 +16,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bringup.errors import ParseError
+
+from .views import BiosResult, Cpu, Dimm, Gpu, Inventory, Nic, SystemInfo, Unavailable
+
+__all__ = ["BiosResult", "Cpu", "Dimm", "Gpu", "Inventory", "Nic", "SystemInfo", "Unavailable"]
 
 MAC_RE = re.compile(r"^[0-9a-f]{2}([:-][0-9a-f]{2}){5}$", re.IGNORECASE)
 
@@ -58,6 +64,26 @@ class StatusDoc(_Doc):
     Health: str | None = None
 
 
+class PartLocationDoc(_Doc):
+    ServiceLabel: str | None = None
+    LocationOrdinalValue: int | None = None
+    LocationType: str | None = None
+
+
+class LocationDoc(_Doc):
+    PartLocation: PartLocationDoc | None = None
+
+
+class SettingsDoc(_Doc):
+    """The ``@Redfish.Settings`` annotation: where staged values go and when they last applied."""
+
+    SettingsObject: Link | None = None
+    Time: str | None = None
+    ETag: str | None = None
+    Messages: list[dict[str, Any]] | None = None
+    SupportedApplyTimes: list[str] | None = None
+
+
 # --- documents as the BMC sends them ------------------------------------------------------
 class ServiceRootDoc(_Doc):
     RedfishVersion: str | None = None
@@ -79,23 +105,45 @@ class BootDoc(_Doc):
     BootSourceOverrideMode: str | None = None
 
 
-class SystemDoc(_Doc):
+class BootProgressDoc(_Doc):
+    LastState: str | None = None
+    OemLastState: str | None = None
+
+
+class ComputerSystemDoc(_Doc):
+    """Any ComputerSystem; an HGX baseboard or a partition may lack what a host has."""
+
     Id: str
+    SystemType: str | None = None
     Manufacturer: str | None = None
     Model: str | None = None
     SerialNumber: str | None = None
     SKU: str | None = None
     UUID: str | None = None
     BiosVersion: str | None = None
-    PowerState: str
+    PowerState: str | None = None
+    Status: StatusDoc | None = None
     Boot: BootDoc | None = None
+    BootProgress: BootProgressDoc | None = None
     Processors: Link | None = None
     Memory: Link | None = None
     EthernetInterfaces: Link | None = None
     Bios: Link | None = None
     VirtualMedia: Link | None = None
+    LogServices: Link | None = None
     Links: dict[str, Any] | None = None
     Actions: dict[str, Any] | None = None
+    settings: SettingsDoc | None = Field(default=None, alias="@Redfish.Settings")
+
+    @property
+    def reset_target(self) -> str | None:
+        return ((self.Actions or {}).get("#ComputerSystem.Reset") or {}).get("target")
+
+
+class SystemDoc(ComputerSystemDoc):
+    """The host system bringup powers, boots and configures: it must say its PowerState."""
+
+    PowerState: str
 
 
 class ProcessorMemorySummary(_Doc):
@@ -130,6 +178,7 @@ class EthernetInterfaceDoc(_Doc):
     SpeedMbps: int | None = None
     LinkStatus: str | None = None
     InterfaceEnabled: bool | None = None
+    Status: StatusDoc | None = None
 
     @field_validator("MACAddress", mode="before")
     @classmethod
@@ -142,11 +191,19 @@ class PortEthernet(_Doc):
 
 
 class PortDoc(_Doc):
+    """A ``Port`` (NetworkAdapter v1.5+) or the deprecated ``NetworkPort`` Dell still serves."""
+
     Id: str
+    PortId: str | None = None
+    PhysicalPortNumber: str | None = None           # NetworkPort
+    PortProtocol: str | None = None                 # Port: Ethernet, FC, InfiniBand...
+    ActiveLinkTechnology: str | None = None         # NetworkPort: Ethernet, FibreChannel...
+    LinkNetworkTechnology: str | None = None
     LinkStatus: str | None = None
     CurrentSpeedGbps: float | None = None
     Ethernet: PortEthernet | None = None
-    AssociatedNetworkAddresses: list[str] | None = None  # older NetworkPort schema
+    AssociatedNetworkAddresses: list[str | None] | None = None
+    Location: LocationDoc | None = None
 
 
 class NetworkAdapterDoc(_Doc):
@@ -155,12 +212,18 @@ class NetworkAdapterDoc(_Doc):
     Model: str | None = None
     Ports: Link | None = None
     NetworkPorts: Link | None = None  # deprecated, still served by older BMCs
+    Location: LocationDoc | None = None
 
 
 class ChassisDoc(_Doc):
     Id: str
+    ChassisType: str | None = None
     PCIeDevices: Link | None = None
     NetworkAdapters: Link | None = None
+
+
+class PCIeSlotDoc(_Doc):
+    Location: LocationDoc | None = None
 
 
 class PCIeDeviceDoc(_Doc):
@@ -169,7 +232,19 @@ class PCIeDeviceDoc(_Doc):
     Manufacturer: str | None = None
     Model: str | None = None
     SerialNumber: str | None = None
+    UUID: str | None = None
+    DeviceType: str | None = None
+    PCIeFunctions: Link | None = None
+    Slot: PCIeSlotDoc | None = None
     Status: StatusDoc | None = None
+
+
+class PCIeFunctionDoc(_Doc):
+    Id: str
+    DeviceClass: str | None = None
+    ClassCode: str | None = None
+    VendorId: str | None = None
+    DeviceId: str | None = None
 
 
 class SoftwareDoc(_Doc):
@@ -187,7 +262,7 @@ class ManagerDoc(_Doc):
 
 class BiosDoc(_Doc):
     Attributes: dict[str, Any]
-    settings: dict[str, Any] | None = Field(default=None, alias="@Redfish.Settings")
+    settings: SettingsDoc | None = Field(default=None, alias="@Redfish.Settings")
 
 
 class VirtualMediaDoc(_Doc):
@@ -198,81 +273,21 @@ class VirtualMediaDoc(_Doc):
     Actions: dict[str, Any] | None = None
 
 
-# --- what bringup works with ------------------------------------------------------------
-class SystemInfo(BaseModel):
-    id: str
-    manufacturer: str | None = None
-    model: str | None = None
-    serial: str | None = None
-    sku: str | None = None
-    uuid: str | None = None
-    bios_version: str | None = None
-    power_state: str
+class TaskDoc(_Doc):
+    """A Redfish ``Task``, or a Dell ``DellJob`` (``JobState``): whichever the BMC answers."""
+
+    Id: str | None = None
+    TaskState: str | None = None
+    TaskStatus: str | None = None
+    JobState: str | None = None
+    Message: str | None = None
+    Messages: list[dict[str, Any]] | None = None
+    PercentComplete: int | None = None
 
 
-class Cpu(BaseModel):
-    id: str
-    model: str | None = None
-    cores: int | None = None
-
-
-class Dimm(BaseModel):
-    id: str
-    capacity_mib: int | None = None
-    ecc: str | None = None
-
-
-class Gpu(BaseModel):
-    id: str
-    model: str | None = None
-    manufacturer: str | None = None
-    serial: str | None = None
-    uuid: str | None = None
-    memory_mib: int | None = None
-    ecc_enabled: bool | None = None
-    health: str | None = None
-    source: str = "Processors"     # or "PCIeDevices" (fallback when no GPU processors)
-
-
-class Nic(BaseModel):
-    id: str
-    mac: str
-    link: str | None = None
-    speed_mbps: int | None = None
-    owner: str = "system"          # system | manager | adapter
-    uri: str = ""
-
-
-class Inventory(BaseModel):
-    """Everything discovery reads from one BMC."""
-
-    address: str
-    system: SystemInfo
-    cpus: list[Cpu] = Field(default_factory=list)
-    memory: list[Dimm] = Field(default_factory=list)
-    gpus: list[Gpu] = Field(default_factory=list)
-    nics: list[Nic] = Field(default_factory=list)
-    firmware: list[tuple[str, str]] = Field(default_factory=list)
-    bios: dict[str, Any] = Field(default_factory=dict)
-    #: resources the BMC links to but answered 404 for (that part of the inventory is unknown)
-    unavailable: list[str] = Field(default_factory=list)
-
-    @property
-    def memory_mib(self) -> int:
-        return sum(d.capacity_mib or 0 for d in self.memory)
-
-    def nic_by_mac(self) -> dict[str, Nic]:
-        return {n.mac: n for n in self.nics}
-
-
-class BiosResult(BaseModel):
-    """Outcome of :meth:`Bmc.apply_bios`: what did not take after the reset."""
-
-    wanted: dict[str, Any]
-    observed: dict[str, Any]
-    not_applied: dict[str, tuple[Any, Any]] = Field(default_factory=dict)
-    rebooted: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return not self.not_applied
+class LogEntryDoc(_Doc):
+    Id: str
+    Severity: str | None = None
+    Message: str | None = None
+    MessageId: str | None = None
+    Created: str | None = None

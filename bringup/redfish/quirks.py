@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -26,6 +26,14 @@ class Quirks(BaseModel):
     bios_apply_time: bool = True
     boot_once_may_read_continuous: bool = False
     gpu_pcie_manufacturer: str = r"(?i)nvidia"
+    gpu_processor_types: list[str] = ["GPU"]
+    gpu_device_classes: list[str] = ["DisplayController", "ProcessingAccelerators"]
+    gpu_vendor_ids: list[str] = ["0x10de", "0x1002"]
+    nic_slot_from_id: str | None = None
+    boot_override_target: Literal["auto", "system", "settings"] = "auto"
+    bios_max_resets: int = 2
+    bios_post_seconds: float = 600.0
+    boot_failure_pattern: str = r"(?i)no bootable|boot(ing)? fail|failed to boot"
     #: names of the vendor entries that applied (for logs and reports)
     applied: list[str] = []
 

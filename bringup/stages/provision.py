@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, is_dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -69,10 +68,15 @@ def install(ctx: Context, rec: NodeRecord, params: Mapping[str, Any], ssh_timeou
     media_url = ctx.settings.media_url.format(name=manifest.name) if ctx.settings.media_url else manifest.iso.url
     started = time.time()
     with ctx.bmc(rec.bmc_address, timeout=30.0) as bmc:
-        result = install_os(bmc, manifest, media_url,
-                            wait=partial(wait_for_ssh, rec.address, port, key, ssh_timeout, node=rec.name))
+        result = install_os(bmc, manifest, media_url, wait_timeout=ssh_timeout,
+                            ssh_wait=lambda seconds: wait_for_ssh(rec.address, port, key, seconds, node=rec.name))
     doc = {"image": manifest.name, "media_url": media_url, "result": dump(result),
            "started": round(started, 3), "finished": round(time.time(), 3)}
+    if result.boot_failure is not None:
+        reason = f"the BMC reports the boot from {media_url} failed: {result.boot_failure}"
+        return StepResult(node=rec.name, step="install", ok=False, summary="boot from the install media failed",
+                          reasons=[reason], evidence=[Evidence(kind="install", document=doc, style="danger",
+                                                               summary="OS install failed to boot")])
     return StepResult(node=rec.name, step="install", ok=True,
                       summary=f"{manifest.name} installed; SSH answers with the pinned host key",
                       fields={"image_id": manifest.name},

@@ -29,7 +29,8 @@ from .server import FleetSimulator, ensure_credentials
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = REPO_ROOT.parent / "shared" / "redfish" / "csdl"
 #: faults that make a BMC unusable on purpose; the check picks a node without them
-BROKEN = {FaultKind.BMC_500, FaultKind.BMC_401, FaultKind.BMC_TIMEOUT, FaultKind.BMC_SLOW}
+BROKEN = {FaultKind.BMC_500, FaultKind.BMC_401, FaultKind.BMC_TIMEOUT, FaultKind.BMC_SLOW,
+          FaultKind.MEMBER_404, FaultKind.MAC_NOT_AVAILABLE}
 SUMMARY_RE = re.compile(r"\|\s*PASS\s*\|\s*WARN\s*\|\s*FAIL\s*\|.*?\n.*?\n\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|",
                         re.DOTALL)
 ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")

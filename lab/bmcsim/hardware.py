@@ -88,6 +88,12 @@ def stuck_bios_attributes(node: NodeSpec) -> set[str]:
     return {f.attribute for f in node.faults_of(FaultKind.BIOS_NOT_APPLIED) if f.attribute}
 
 
+def fc_wwpn(node: NodeSpec) -> str:
+    """The WWPN of the ``fc_port`` fault's HBA port (8 bytes, NAA 2 like Emulex's)."""
+    d = _digest(node.name, "fc-wwpn")
+    return "20:00:" + ":".join(f"{b:02X}" for b in d[:6])
+
+
 def firmware(node: NodeSpec, sku: SkuSpec) -> dict[str, str]:
     """Firmware inventory Id -> version."""
     inv = {"BMC": "2.18.4", "BIOS": "1.9.2", "CPLD": "0.7.1"}

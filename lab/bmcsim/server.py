@@ -29,12 +29,15 @@ from bringup.sku import SkuSpec
 from lab.fleet import FaultKind, FleetProfile, NodeSpec
 
 from . import pki
+from .profile import load_profile
 from .service import BmcService, Reply
 from .state import BmcState
 
 log = logging.getLogger("lab.bmcsim")
 #: how long a ``bmc_timeout`` BMC holds a request before dropping it (never answering)
 HANG_SECONDS = 600.0
+#: how often the simulator's clock moves every BMC's timeline on (ends of POST, jobs)
+TICK_SECONDS = 0.1
 
 
 def ensure_credentials(home: Path) -> tuple[str, str]:
@@ -62,11 +65,9 @@ def load_installer(node: NodeSpec, home: Path):
                         node.name, image_url)
         return absent
 
-    def install(image_url: str) -> None:
-        try:
-            install_from_media(node, image_url, home)
-        except Exception:  # the node's install failing must not take the BMC down
-            log.exception("%s: install_from_media(%s) failed", node.name, image_url)
+    def install(image_url: str) -> dict:
+        # a failure propagates: the BMC state shows it as a failed boot (BootProgress, log)
+        return install_from_media(node, image_url, home)
     return install
 
 
@@ -182,8 +183,8 @@ class FleetSimulator:
         for node in fleet.nodes:
             if wanted is not None and node.name not in wanted:
                 continue
-            state = BmcState(node=node, sku=skus[node.sku], power_delay=power_delay,
-                             installer=load_installer(node, self.home))
+            state = BmcState(node=node, sku=skus[node.sku], profile=load_profile(node.bmc_vendor),
+                             power_delay=power_delay, installer=load_installer(node, self.home))
             service = BmcService(state, username, password)
             cert, key = pki.ensure_bmc_cert(self.home / "pki", node.bmc_address)
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -196,7 +197,20 @@ class FleetSimulator:
     def ca_bundle(self) -> Path:
         return self.home / "pki" / "ca.pem"
 
+    def _tick(self) -> None:
+        """End POSTs and jobs on time even when nobody asks the BMC (an OS install starts at
+        the end of POST while the client only waits for SSH)."""
+        while not self.stopping.wait(TICK_SECONDS):
+            for service in self.services.values():
+                try:
+                    service.state.tick()
+                except Exception:
+                    log.exception("%s: tick failed", service.node.name)
+
     def start(self) -> FleetSimulator:
+        ticker = threading.Thread(target=self._tick, daemon=True, name="bmc-ticker")
+        ticker.start()
+        self._threads.append(ticker)
         for srv in self.servers:
             t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.5}, daemon=True,
                                  name=f"bmc-{srv.service.node.name}")

@@ -1,24 +1,33 @@
-"""The mutable state of one simulated BMC and the effects of its actions.
+"""The mutable state of one simulated BMC and the timeline of the server behind it.
 
-Power transitions take ``power_delay`` seconds and are evaluated lazily against a clock
-(no timer threads for 256 BMCs). BIOS changes PATCHed to the Settings resource stay
-pending until the system resets, like on real servers. A reset into power-on with virtual
-media inserted and a one-time boot override to ``Cd`` is "the OS installs".
+Time is a clock read lazily (no timer per BMC): a reset powers on after ``power_delay``
+seconds, then POST runs for the profile's ``post_delay`` (x ``power_delay``) while
+``BootProgress`` moves on. What real servers do during POST happens when POST ends
+(:meth:`BmcState.tick`, called on every request and by the simulator's ticker):
+staged BIOS settings apply (after the profile's number of POSTs, or by a Dell-style
+configuration job that then resets the host once more), a one-time boot override is
+consumed, and a boot from virtual media starts the OS install, whose failure the BMC
+shows (BootProgress stays at the end of POST, a log entry says why).
 """
 
 from __future__ import annotations
 
+import logging
 import secrets
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from bringup.sku import SkuSpec
-from lab.fleet import NodeSpec
+from lab.fleet import FaultKind, NodeSpec
 
 from . import hardware
+from .profile import VendorProfile, load_profile
+
+log = logging.getLogger("lab.bmcsim")
 
 ON_RESETS = {"On", "ForceOn", "ForceRestart", "GracefulRestart", "PowerCycle", "Nmi"}
 OFF_RESETS = {"ForceOff", "GracefulShutdown", "PushPowerButton"}
@@ -37,74 +46,200 @@ class Task:
 
 
 @dataclass
+class Job:
+    """A Dell-style configuration job: Scheduled until a POST runs it."""
+
+    id: str
+    name: str
+    attributes: dict[str, Any]
+    state: str = "Scheduled"
+    message: str = "Task successfully scheduled."
+    done_at: float = 0.0
+
+
+@dataclass
 class BmcState:
     node: NodeSpec
     sku: SkuSpec
+    profile: VendorProfile = field(default_factory=load_profile)
     power_delay: float = 1.0
     clock: Callable[[], float] = time.monotonic
-    #: called as installer(image_url) when the OS "installs" from virtual media
-    installer: Callable[[str], None] | None = None
+    #: called as installer(image_url) when the OS "installs" from virtual media; raises if
+    #: the image does not boot; returns {"installed": False} when the node hangs after it
+    installer: Callable[[str], Any] | None = None
     lock: threading.RLock = field(default_factory=threading.RLock)
     power_on: bool = True
     transition_until: float = 0.0
+    post_until: float = 0.0
+    booting: bool = False          # a POST whose end has not been processed yet
     boot_target: str = "None"
     boot_enabled: str = "Disabled"
-    #: like the Supermicro BMCs this imitates, a Boot PATCH without the mode resets it to Legacy
     boot_mode: str = "UEFI"
+    #: Boot properties PATCHed to the system's settings object, applied at the next boot
+    boot_pending: dict[str, Any] = field(default_factory=dict)
     #: images the system tried to boot in Legacy mode (the install images are UEFI-only)
     legacy_boots: list[str] = field(default_factory=list)
     media_image: str | None = None
     bios: dict[str, Any] = field(default_factory=dict)
     bios_pending: dict[str, Any] = field(default_factory=dict)
+    posts_since_staged: int = 0
+    jobs: dict[str, Job] = field(default_factory=dict)
     sessions: dict[str, str] = field(default_factory=dict)   # id -> token
     tasks: dict[str, Task] = field(default_factory=dict)
     installs: list[str] = field(default_factory=list)
+    #: "none" | "installing" | "running" | "hung" | "failed": what the OS boot came to
+    os_state: str = "none"
+    log_entries: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.bios = hardware.initial_bios(self.node, self.sku)
 
-    # --- power --------------------------------------------------------------------------
+    @property
+    def resets_needed(self) -> int:
+        extra = 1 if self.node.has_fault(FaultKind.BIOS_SECOND_RESET) else 0
+        return self.profile.bios.resets_needed + extra
+
+    # --- power and POST -------------------------------------------------------------------
     def power_state(self) -> str:
         with self.lock:
             if self.clock() < self.transition_until:
                 return "PoweringOn" if self.power_on else "PoweringOff"
             return "On" if self.power_on else "Off"
 
+    def boot_progress(self) -> str:
+        with self.lock:
+            now = self.clock()
+            if not self.power_on:
+                return "None"
+            if now < self.transition_until:
+                return "PrimaryProcessorInitializationStarted"
+            if self.booting or now < self.post_until:
+                return "MemoryInitializationStarted" if now < (self.transition_until + self.post_until) / 2 \
+                    else "PCIResourceConfigStarted"
+            return {"installing": "OSBootStarted", "hung": "OSBootStarted",
+                    "running": "OSRunning"}.get(self.os_state, "SystemHardwareInitializationComplete")
+
     def reset(self, reset_type: str) -> None:
         with self.lock:
             was_on = self.power_on
             if reset_type in OFF_RESETS - {"PushPowerButton"} or (reset_type == "PushPowerButton" and was_on):
                 self.power_on = False
-            elif reset_type == "Nmi":
-                return
+                self.booting = False
+                self.transition_until = self.clock() + self.power_delay
+            elif reset_type == "Nmi" or (reset_type in {"On", "ForceOn"} and was_on):
+                return   # already on: nothing boots
             else:
-                if reset_type in {"On", "ForceOn"} and was_on:
-                    return  # already on: nothing boots
-                self.power_on = True
-                self._boot()
-            self.transition_until = self.clock() + self.power_delay
+                self._start_boot()
 
-    def _boot(self) -> None:
-        """Effects of the system starting: pending BIOS applies, boot override is consumed."""
+    def _start_boot(self) -> None:
+        now = self.clock()
+        self.power_on = True
+        self.booting = True
+        self.transition_until = now + self.power_delay
+        self.post_until = self.transition_until + self.profile.bios.post_delay * self.power_delay
+        if self.os_state != "running":
+            self.os_state = "none"
+        if self.boot_pending:   # the settings object's Boot applies as this boot starts
+            self.boot_target = self.boot_pending.get("BootSourceOverrideTarget", self.boot_target)
+            self.boot_enabled = self.boot_pending.get("BootSourceOverrideEnabled", self.boot_enabled)
+            self.boot_pending = {}
+
+    def tick(self) -> None:
+        """Process what is due: the end of a POST, running jobs, finished tasks."""
+        with self.lock:
+            now = self.clock()
+            if self.booting and now >= self.post_until:
+                self.booting = False
+                self._end_of_post()
+            for job in self.jobs.values():
+                if job.state == "Running" and now >= job.done_at:
+                    self._finish_job(job)
+            for task in self.tasks.values():
+                if not task.finished and now >= task.done_at:
+                    task.finished = True
+                    if task.on_done:
+                        task.on_done()
+
+    def _end_of_post(self) -> None:
+        self.posts_since_staged += 1
+        job = next((j for j in self.jobs.values() if j.state == "Scheduled"), None)
+        if job is not None:
+            job.state, job.message = "Running", "Job in progress."
+            job.done_at = self.clock() + self.profile.bios.job_delay * self.power_delay
+            return   # the Lifecycle Controller owns this boot; the OS does not start
+        if self.bios_pending and self.profile.bios.apply == "post" and self.posts_since_staged >= self.resets_needed:
+            self._apply_bios(self.bios_pending)
+        self._boot_os()
+
+    def _apply_bios(self, attrs: dict[str, Any]) -> None:
         stuck = hardware.stuck_bios_attributes(self.node)
-        for attr, value in self.bios_pending.items():
+        for attr, value in attrs.items():
             if attr not in stuck:
                 self.bios[attr] = value
         self.bios_pending = {}
-        if self.boot_enabled in {"Once", "Continuous"} and self.boot_target == "Cd" and self.media_image \
-                and self.boot_mode != "UEFI":
-            self.legacy_boots.append(self.media_image)
-        elif self.boot_enabled in {"Once", "Continuous"} and self.boot_target == "Cd" and self.media_image:
-            self.installs.append(self.media_image)
-            if self.installer is not None:
-                image = self.media_image
-                threading.Thread(target=self.installer, args=(image,), daemon=True,
+
+    def _finish_job(self, job: Job) -> None:
+        self._apply_bios(job.attributes)
+        job.state, job.message = "Completed", "Job completed successfully."
+        if self.profile.bios.reboot_after_apply:
+            self._start_boot()
+        else:
+            self._boot_os()
+
+    def _boot_os(self) -> None:
+        """The boot device is chosen: the one-time override is consumed, media may boot."""
+        cd = self.boot_enabled in {"Once", "Continuous"} and self.boot_target == "Cd" and self.media_image
+        if cd and self.boot_mode != "UEFI":
+            self.legacy_boots.append(str(self.media_image))
+            self._boot_failed(f"{self.profile.boot_failure_message} (boot mode {self.boot_mode}: "
+                              f"{self.media_image} boots in UEFI mode only)")
+        elif cd:
+            image = str(self.media_image)
+            self.installs.append(image)
+            if self.node.has_fault(FaultKind.BOOT_FAIL):
+                self._boot_failed(f"{self.profile.boot_failure_message} (virtual media {image})")
+            else:
+                self.os_state = "installing"
+                threading.Thread(target=self._install, args=(image,), daemon=True,
                                  name=f"install-{self.node.name}").start()
         if self.boot_enabled == "Once":
             self.boot_enabled = "Disabled"
             self.boot_target = "None"
 
-    # --- sessions ----------------------------------------------------------------------
+    def _install(self, image: str) -> None:
+        try:
+            result = self.installer(image) if self.installer is not None else None
+        except Exception as exc:  # noqa: BLE001 - whatever the install raised, the host did not boot
+            log.warning("%s: boot from %s failed: %s", self.node.name, image, exc)
+            with self.lock:
+                self._boot_failed(f"{self.profile.boot_failure_message} (virtual media {image}: {exc})")
+            return
+        with self.lock:
+            hung = isinstance(result, dict) and result.get("installed") is False
+            self.os_state = "hung" if hung else "running"
+
+    def _boot_failed(self, message: str) -> None:
+        self.os_state = "failed"
+        self.log_entries.append({
+            "Id": str(len(self.log_entries) + 1), "Severity": "Critical", "Message": message,
+            "MessageId": self.profile.boot_failure_message_id, "EntryType": "Event",
+            "Created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")})
+
+    # --- BIOS staging -----------------------------------------------------------------------
+    def stage_bios(self, attrs: dict[str, Any], apply_time: bool) -> Job | None:
+        """Stage attributes; a job-applying BMC makes a job only when asked to apply on reset."""
+        with self.lock:
+            self.bios_pending.update(attrs)
+            self.posts_since_staged = 0
+            if self.profile.bios.apply != "job" or not apply_time:
+                return None   # without a job iDRAC keeps them pending across reboots
+            job = Job(id=f"JID_{secrets.randbelow(10**12):012d}", name="Configure: BIOS.Setup.1-1",
+                      attributes=dict(self.bios_pending))
+            self.jobs = {k: j for k, j in self.jobs.items() if j.state != "Scheduled"}
+            self.jobs[job.id] = job
+            return job
+
+    # --- sessions and tasks -------------------------------------------------------------------
     def new_session(self) -> tuple[str, str]:
         with self.lock:
             sid = secrets.token_hex(8)
@@ -116,19 +251,13 @@ class BmcState:
         with self.lock:
             return any(secrets.compare_digest(token, t) for t in self.sessions.values())
 
-    # --- tasks -------------------------------------------------------------------------
     def start_task(self, name: str, duration: float, on_done: Callable[[], None]) -> Task:
         with self.lock:
             now = self.clock()
-            task = Task(id=secrets.token_hex(4), name=name, started=now, done_at=now + duration,
-                        on_done=on_done)
+            task = Task(id=secrets.token_hex(4), name=name, started=now, done_at=now + duration, on_done=on_done)
             self.tasks[task.id] = task
             return task
 
     def task_finished(self, task: Task) -> bool:
-        with self.lock:
-            if not task.finished and self.clock() >= task.done_at:
-                task.finished = True
-                if task.on_done:
-                    task.on_done()
-            return task.finished
+        self.tick()
+        return task.finished

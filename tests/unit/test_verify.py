@@ -25,8 +25,13 @@ def inventory(macs: dict[str, str] | None = None, gpus: int | None = None, **kw)
         system=SystemInfo(id="1", serial=kw.pop("serial", "SN1"), power_state="On"),
         gpus=kw.pop("gpu_list", None) or [Gpu(id=f"GPU{i}", model=SKU.gpu.model, memory_mib=SKU.gpu.memory_mib,
                                               ecc_enabled=True) for i in range(count)],
-        nics=[Nic(id=f"port{i}", mac=m) for i, m in enumerate(macs.values())],
+        nics=[Nic(id=f"port{i}", mac=m, position=_position(iface)) for i, (iface, m) in enumerate(macs.items())],
         bios=kw.pop("bios", dict(SKU.bios)), firmware=[("BMC", "1.0")], **kw)
+
+
+def _position(iface: str) -> tuple[int, int] | None:
+    """Where the lab puts cxN: slot N+3 (vendor slot numbers need not start at 0), port 1."""
+    return (int(iface[2:]) + 3, 1) if iface.startswith("cx") else None
 
 
 def by_code(findings):
@@ -91,23 +96,55 @@ def test_expected_macs_are_normalised_like_the_adapter_does():
     assert "nic_missing" not in by_code(verify(node, inv))
 
 
-def test_swapped_macs_are_a_warning_when_port_names_match_ours():
+def test_swapped_macs_are_critical_whatever_the_bmc_calls_its_ports():
     inv = inventory()
-    for n in inv.nics:                       # this BMC names ports like NetBox does...
-        n.id = next(i for i, m in MACS.items() if m == n.mac)
-    a = next(n for n in inv.nics if n.id == "cx1")
-    b = next(n for n in inv.nics if n.id == "cx2")
-    a.mac, b.mac = b.mac, a.mac              # ...but reports cx1's MAC on cx2 and vice versa
+    a = next(n for n in inv.nics if n.mac == MACS["cx1"])
+    b = next(n for n in inv.nics if n.mac == MACS["cx2"])
+    a.position, b.position = b.position, a.position     # cx1's MAC sits where cx2 belongs
+    for n in inv.nics:
+        n.id = f"NIC.Slot.{n.position[0] if n.position else 0}-1-1"   # vendor names, not ours
     findings = verify(expected(), inv)
-    swapped = [f for f in findings if f.code == "nic_swapped"]
-    assert sorted(f.evidence["interface"] for f in swapped) == ["cx1", "cx2"]
-    assert all(f.severity == "warning" for f in swapped)
-    assert not any(f.severity == "critical" for f in findings)
+    swapped = sorted((f.evidence["interface"], f.evidence["mac_belongs_to"]) for f in findings
+                     if f.code == "nic_swapped")
+    assert swapped == [("cx1", "cx2"), ("cx2", "cx1")]
+    assert all(f.severity == "critical" for f in findings if f.code == "nic_swapped")
+    assert "nic_missing" not in by_code(findings)     # every MAC is there: only the places are wrong
 
 
-def test_vendor_port_ids_never_produce_swaps():
-    inv = inventory()                         # ids port0.. : nothing to compare names with
+def test_ports_named_like_netbox_do_not_hide_a_swap_nor_fake_one():
+    inv = inventory()
+    for n in inv.nics:                                # the BMC happens to use NetBox's names...
+        n.id = next(i for i, m in MACS.items() if m == n.mac)
     assert "nic_swapped" not in by_code(verify(expected(), inv))
+    a = next(n for n in inv.nics if n.id == "cx4")
+    b = next(n for n in inv.nics if n.id == "cx5")
+    a.mac, b.mac = b.mac, a.mac                       # ...and the names move with the MACs
+    assert "nic_swapped" in by_code(verify(expected(), inv))
+
+
+def test_unknown_port_positions_are_a_warning_not_a_pass():
+    inv = inventory()
+    for n in inv.nics:
+        n.position = None
+    f = by_code(verify(expected(), inv))["nic_order_unknown"]
+    assert f.severity == "warning" and len(f.evidence["ports_without_position"]) == SKU.nics.compute
+
+
+def test_a_missing_nic_does_not_shift_the_blame_onto_its_neighbours():
+    macs = dict(MACS)
+    macs["cx3"] = "02:aa:bb:cc:dd:ee"
+    found = by_code(verify(expected(), inventory(macs)))
+    assert "nic_missing" in found and "nic_swapped" not in found
+
+
+def test_unavailable_members_are_a_warning_naming_each():
+    inv = inventory()
+    inv.note("/redfish/v1/Systems/1/EthernetInterfaces/HPCNet0", "invalid", "'Not Available' is not a MAC",
+             path="$.MACAddress")
+    inv.note("/redfish/v1/Chassis/1/NetworkAdapters/FC.Slot.1/NetworkPorts/FC.Slot.1-1", "not_ethernet", "FC")
+    f = by_code(verify(expected(), inv))["inventory_incomplete"]
+    assert f.severity == "warning"
+    assert [u["uri"] for u in f.evidence["unavailable"]] == ["/redfish/v1/Systems/1/EthernetInterfaces/HPCNet0"]
 
 
 def test_bios_drift_lists_each_attribute():

@@ -105,6 +105,31 @@ nodes:
     bmc_address: 127.61.0.11
     address: 127.62.0.11
     faults: [{kind: ecc_off}]
+  # one healthy node per vendor profile, then the inventory and BIOS faults on real layouts
+  - {name: hgx, rack: r1, sku: hgx-h100-80gb, pool: p, bmc_address: 127.61.0.12, address: 127.62.0.12,
+     bmc_vendor: supermicro-hgx}
+  - {name: dell, rack: r1, sku: hgx-h100-80gb, pool: p, bmc_address: 127.61.0.13, address: 127.62.0.13,
+     bmc_vendor: dell-idrac}
+  - {name: hpe, rack: r1, sku: hgx-h200-141gb, pool: p, bmc_address: 127.61.0.14, address: 127.62.0.14,
+     bmc_vendor: hpe-ilo}
+  - {name: ami, rack: r1, sku: hgx-h200-141gb, pool: p, bmc_address: 127.61.0.15, address: 127.62.0.15,
+     bmc_vendor: ami-megarac}
+  - {name: member-404, rack: r1, sku: hgx-h100-80gb, pool: p, bmc_address: 127.61.0.16, address: 127.62.0.16,
+     faults: [{kind: member_404, iface: cx3}, {kind: member_404, gpu: 4}]}
+  - {name: fc-port, rack: r1, sku: hgx-h100-80gb, pool: p, bmc_address: 127.61.0.17, address: 127.62.0.17,
+     bmc_vendor: dell-idrac, faults: [{kind: fc_port}]}
+  - {name: mac-na, rack: r1, sku: hgx-h200-141gb, pool: p, bmc_address: 127.61.0.18, address: 127.62.0.18,
+     bmc_vendor: hpe-ilo, faults: [{kind: mac_not_available, iface: cx5}]}
+  - {name: chipset, rack: r1, sku: hgx-h200-141gb, pool: p, bmc_address: 127.61.0.19, address: 127.62.0.19,
+     bmc_vendor: hpe-ilo, faults: [{kind: chipset_function}]}
+  - {name: dell-swapped, rack: r1, sku: hgx-h100-80gb, pool: p, bmc_address: 127.61.0.20, address: 127.62.0.20,
+     bmc_vendor: dell-idrac, faults: [{kind: nic_swapped, iface: cx4, other: cx6}]}
+  - {name: second-reset, rack: r1, sku: hgx-h200-141gb, pool: p, bmc_address: 127.61.0.21, address: 127.62.0.21,
+     faults: [{kind: bios_second_reset}]}
+  - {name: dell-stuck, rack: r1, sku: hgx-h200-141gb, pool: p, bmc_address: 127.61.0.22, address: 127.62.0.22,
+     bmc_vendor: dell-idrac, faults: [{kind: bios_not_applied, attribute: NumaNodesPerSocket}]}
+  - {name: boot-fail, rack: r1, sku: hgx-h100-80gb, pool: p, bmc_address: 127.61.0.23, address: 127.62.0.23,
+     bmc_vendor: hpe-ilo, faults: [{kind: boot_fail}]}
 """
 
 
@@ -163,7 +188,7 @@ def bmcsim(tmp_path_factory) -> Iterator[Sim]:
         proc = subprocess.Popen([sys.executable, "-m", "lab.bmcsim", "serve", "--fleet", str(fleet), "--home",
                                  str(home), "--power-delay", "0.3"], cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
         try:
-            wait_port("127.61.0.11", 8443, proc)
+            wait_port("127.61.0.23", 8443, proc)
             yield Sim(fleet, home)
         finally:
             stop(proc)

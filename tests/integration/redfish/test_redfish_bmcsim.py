@@ -54,11 +54,11 @@ def test_mac_mismatch(results, bmcsim):
     assert "nic_extra" in codes(r, "warning")
 
 
-def test_nic_swapped_is_flagged_but_macs_decide(results):
+def test_nic_swapped_is_critical(results):
     r = results[0]["nic-swapped"]
     swapped = sorted(f.evidence["interface"] for f in r.findings if f.code == "nic_swapped")
     assert swapped == ["cx1", "cx2"]
-    assert r.ok   # every expected MAC is present: by MAC the node is complete
+    assert not r.ok and "nic_missing" not in codes(r)   # every MAC is there, on the wrong ports
 
 
 def test_bios_drift(results):
@@ -196,8 +196,19 @@ def test_power_transitions_wait_for_the_new_state(bmcsim):
         assert bmc.power("On", timeout=10) == "On"    # already on: no reset
 
 
+def _post_over(bmc, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        sysdoc = bmc.system()
+        if sysdoc.PowerState == "On" and sysdoc.BootProgress.LastState not in (
+                "PrimaryProcessorInitializationStarted", "MemoryInitializationStarted", "PCIResourceConfigStarted"):
+            return
+        time.sleep(0.1)
+    raise AssertionError("POST did not end")
+
+
 def test_boot_once_media_and_reset_clear_the_override(bmcsim):
-    with connect(bmcsim.node("nic-swapped").bmc_address, bmcsim.creds, port=8443, ca_bundle=bmcsim.ca) as bmc:
+    with connect(bmcsim.node("mac-mismatch").bmc_address, bmcsim.creds, port=8443, ca_bundle=bmcsim.ca) as bmc:
         assert "supermicro-boot-override-mode" in bmc.quirks.applied
         bmc.set_boot_once("Cd")
         boot = bmc.system().Boot
@@ -206,6 +217,7 @@ def test_boot_once_media_and_reset_clear_the_override(bmcsim):
         bmc.insert_media("https://images.example/ubuntu.iso")      # 202 + task monitor in the simulator
         assert bmc._cd_media()[1].Inserted
         bmc.power("ForceRestart", timeout=10)
+        _post_over(bmc)
         assert bmc.system().Boot.BootSourceOverrideEnabled == "Disabled"   # one-time override consumed
         bmc.eject_media()
         assert not bmc._cd_media()[1].Inserted
@@ -222,18 +234,18 @@ def test_without_the_supermicro_quirk_the_boot_mode_reverts(bmcsim):
 def test_a_session_that_times_out_is_replaced_once(bmcsim):
     import requests
     with connect(bmcsim.node("ok-1").bmc_address, bmcsim.creds, port=8443, ca_bundle=bmcsim.ca) as bmc:
-        key, location = bmc._client.get_session_key(), bmc._client.get_session_location()
+        key, location = bmc.session._client.get_session_key(), bmc.session._client.get_session_location()
         # what a BMC does to an idle session after its SessionTimeout (an OS install is long)
         gone = requests.delete(location if "://" in location else bmc.base_url + location,
                                headers={"X-Auth-Token": key}, verify=bmcsim.ca, timeout=10)
         assert gone.status_code in (200, 204)
         assert bmc.system().PowerState in ("On", "Off")
-        assert bmc._client.get_session_key() not in (None, key)
+        assert bmc.session._client.get_session_key() not in (None, key)
 
 
 def test_basic_auth_401_is_an_auth_error_not_a_relogin(bmcsim):
     with connect(bmcsim.node("ok-1").bmc_address, bmcsim.creds, port=8443, ca_bundle=bmcsim.ca) as bmc:
-        bmc._session_auth = False          # as after the Basic fallback
-        bmc._client.set_session_key("not-a-session")
+        bmc.session._session_auth = False          # as after the Basic fallback
+        bmc.session._client.set_session_key("not-a-session")
         with pytest.raises(RedfishAuthError, match="refused our credentials"):
             bmc.system()

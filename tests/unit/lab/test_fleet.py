@@ -1,5 +1,7 @@
 """Fleet profile validation: every bad input names its file, line and field."""
 
+from pathlib import Path
+
 import pytest
 
 from bringup.errors import ConfigError
@@ -108,3 +110,31 @@ def test_mac_on_unknown_interface():
 def test_lab8_profile_is_valid(lab8):
     assert len(lab8.nodes) == 8
     assert sum(1 for n in lab8.nodes if n.faults) >= 3
+
+
+def test_bmc_vendor_defaults_to_the_lab_bmc_and_must_name_a_profile():
+    fleet = loads_fleet(GOOD, SKUS)
+    assert fleet.nodes[0].bmc_vendor == "bmcsim"
+    text = GOOD.replace("    address: 127.20.0.2\n", "    address: 127.20.0.2\n    bmc_vendor: dell-idrac\n")
+    assert loads_fleet(text, SKUS).node("n2").bmc_vendor == "dell-idrac"
+    with pytest.raises(ConfigError) as exc:
+        loads_fleet(text.replace("dell-idrac", "dell-idrac9"), SKUS, source="fleet.yaml")
+    assert "nodes[1].bmc_vendor" in str(exc.value) and "hpe-ilo" in str(exc.value)
+
+
+@pytest.mark.parametrize("fault", ["{kind: member_404, iface: cx3}", "{kind: fc_port}",
+                                   "{kind: mac_not_available, iface: cx1}", "{kind: chipset_function}",
+                                   "{kind: bios_second_reset}", "{kind: boot_fail}"])
+def test_inventory_and_boot_fault_kinds_parse(fault):
+    text = GOOD.replace("      - {kind: xid, value: 79, gpu: 2}", f"      - {fault}")
+    node = loads_fleet(text, SKUS).node("n2")
+    assert node.faults[0].kind in set(FaultKind)
+
+
+def test_the_lab_fleets_mix_vendors():
+    from bringup.sku import load_skus, nic_counts
+    from lab.fleet import load_fleet
+    root = Path(__file__).resolve().parents[3]
+    for path in (root / "lab/fleets/lab8.yaml", root / "tests/fixtures/fleets/flow8.yaml"):
+        vendors = {n.bmc_vendor for n in load_fleet(path, nic_counts(load_skus())).nodes}
+        assert len(vendors) >= 3, path

@@ -1,0 +1,88 @@
+"""Following what a BMC does asynchronously: Redfish Tasks and Dell Jobs, to the end.
+
+A ``Location`` may name a task *monitor* (202 while running, then the operation's
+result) or the Task resource itself, which answers **200** with ``TaskState`` Running
+while it runs (DMTF/Redfish-Service-Validator #384): the state decides, never the
+status code. Dell's iDRAC answers a settings PATCH with a Job
+(``/redfish/v1/Managers/iDRAC.Embedded.1/Jobs/JID_...``) whose ``JobState`` moves
+Scheduled -> Running -> Completed | Failed (tests/fixtures/redfish/dell-openmanage-docs).
+Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from bringup.errors import RedfishTaskError, RedfishTimeoutError
+
+from .models import TaskDoc, parse
+from .responses import messages, raise_for_response
+from .transport import Session
+
+#: Redfish TaskState values after which nothing more happens
+TASK_DONE = {"completed"}
+TASK_FAILED = {"exception", "killed", "cancelled"}
+#: DellJob JobState values after which nothing more happens
+JOB_DONE = {"completed", "completedwitherrors"}
+JOB_FAILED = {"failed", "rebootfailed"}
+#: a Dell job that waits for the host to reset (and will wait forever if it does not)
+JOB_WAITING_FOR_RESET = {"scheduled", "new", "readyforexecution", "waiting", "rebootpending"}
+
+
+@dataclass
+class Outcome:
+    uri: str
+    state: str                     # the final TaskState / JobState, or "Completed" for a plain answer
+    messages: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return self.state.lower() in TASK_FAILED | JOB_FAILED
+
+
+def state_of(doc: object, uri: str) -> tuple[str | None, list[str]]:
+    """(TaskState or JobState, messages) of a task/job document; (None, []) for anything else."""
+    if not isinstance(doc, dict) or not ({"TaskState", "JobState"} & set(doc)):
+        return None, []
+    task = parse(TaskDoc, doc, uri)
+    msgs = [task.Message] if task.Message else []
+    msgs += [str(m.get("Message") or m.get("MessageId") or "") for m in task.Messages or []]
+    return task.TaskState or task.JobState, [m for m in msgs if m]
+
+
+def settled(state: str | None, *, reset_pending: bool = False) -> bool:
+    if state is None:
+        return True
+    s = state.lower()
+    if s in TASK_DONE | TASK_FAILED | JOB_DONE | JOB_FAILED:
+        return True
+    return reset_pending and s in JOB_WAITING_FOR_RESET
+
+
+def follow(session: Session, uri: str, what: str, timeout: float, *, poll: float = 1.0,
+           until_scheduled: bool = False, raise_on_failure: bool = True) -> Outcome:
+    """Poll ``uri`` until the task or job is over (or, with ``until_scheduled``, waits for a
+    host reset); raise :class:`RedfishTaskError` when it failed (unless told not to) and
+    :class:`RedfishTimeoutError` when ``timeout`` passes first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        reply = session.call("GET", uri)
+        if reply.status != 202:
+            raise_for_response(reply.status, reply.doc, "GET", uri, session.name)
+            state, msgs = state_of(reply.doc, uri)
+            if settled(state, reset_pending=until_scheduled):
+                outcome = Outcome(uri=uri, state=state or "Completed", messages=msgs or messages(reply.doc))
+                if outcome.failed and raise_on_failure:
+                    detail = "; ".join(outcome.messages) or "no message"
+                    raise RedfishTaskError(f"{session.name}: {what} ended in state {outcome.state}: {detail}",
+                                           hint=f"see {uri} on the BMC")
+                return outcome
+        if time.monotonic() > deadline:
+            raise RedfishTimeoutError(f"{session.name}: {what} still running after {timeout:g}s",
+                                      hint=f"see the task at {uri}")
+        try:
+            retry_after = float(reply.headers.get("retry-after", poll))
+        except ValueError:
+            retry_after = poll
+        time.sleep(min(max(retry_after, 0.1), 2.0, max(0.05, deadline - time.monotonic())))
