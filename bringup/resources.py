@@ -61,5 +61,11 @@ def package_root(package: str) -> Path:
 
 
 def agent_dir() -> Path:
-    """The burn-in agent package that is copied to nodes."""
-    return package_root("burnin")
+    """The burn-in agent package that is copied to nodes: installed next to ``bringup``
+    (the checkout, or site-packages). Not looked up by import name: a Prefect worker runs
+    a flow with ``flows/`` on ``sys.path``, where ``burnin`` is the flow module
+    ``flows/burnin.py``."""
+    path = CHECKOUT / "burnin"
+    if (path / "__main__.py").is_file() and (path / "__init__.py").is_file():
+        return path
+    raise ConfigError(f"the burn-in agent package is missing next to bringup ({path})", hint="reinstall bringup")
