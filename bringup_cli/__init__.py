@@ -27,6 +27,7 @@ GROUPS = [
     ("netbox_cmd", "netbox", "NetBox schema as code."),
     ("image_cmd", "image", "OS image manifests."),
     ("flows_cmd", None, "Commission and re-burn-in."),
+    ("parse_cmd", "parse", "Judge a recorded tool output (nccl-tests, DCGM, gpu-burn, ibstat)."),
 ]
 
 for module, name, help_ in GROUPS:
