@@ -97,7 +97,9 @@ def make_plan(sku: SkuSpec, thresholds: SkuThresholds, manifest_versions: dict[s
         tools[key] = spec
     selected = list(checks) if checks else list(thresholds.required_checks)
     durations = dict(_DURATIONS[profile])
+    # a scaled-down stress phase is short: sample it as densely, or no sample lands under load
     durations["telemetry_s"] = max(0.1, durations["telemetry_s"] * scale)
+    durations["sample_interval_s"] = max(0.05, durations["sample_interval_s"] * scale)
     plan = {
         "schema_version": PLAN_SCHEMA_VERSION,
         "node": node,

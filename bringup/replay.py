@@ -24,7 +24,6 @@ from .burnin_thresholds import SkuThresholds, load_thresholds_file, thresholds_f
 from .errors import ParseError
 from .sku import SkuSpec
 
-Tool = Literal["nccl", "dcgm", "gpu-burn", "ibstat"]
 TOOLS: tuple[str, ...] = ("nccl", "dcgm", "gpu-burn", "ibstat")
 
 

@@ -72,8 +72,8 @@ def test_run_killed_at_its_budget_leaves_a_partial_document_judged_incomplete(fu
     plan["tools"]["all_reduce_perf"]["timeout_s"] = 600  # the hung tool outlives the run
     plan["check_timeouts_s"]["nccl"] = 630
     # a budget that covers the checks before nccl but not the hang (the pre-stress checks
-    # take some 10-15 s here: stress-ng 6 s, fio 1 s, NVML queries)
-    run = run_burnin("hangs", full_lab.host("hangs"), plan, full_lab.access, agent_dir=AGENT_DIR, timeout_s=45)
+    # take some 10-15 s here: stress-ng 6 s, fio 1 s, NVML queries; x4 for a loaded host)
+    run = run_burnin("hangs", full_lab.host("hangs"), plan, full_lab.access, agent_dir=AGENT_DIR, timeout_s=60)
     assert run.rc == 124 and run.partial
     result = parse_result(run.document)
     assert result.running == "nccl" and "SIGTERM" in (result.stopped or "")
