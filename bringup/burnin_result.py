@@ -72,6 +72,25 @@ class BurnInResult(BaseModel):
     plan: dict[str, Any]
     checks: list[CheckOutcome]
     summary: dict[str, Any] = Field(default_factory=dict)
+    #: the agent was stopped before its end: ``running`` is the check under way then,
+    #: ``pending`` those not started, ``stopped`` how it was stopped (when it knew)
+    partial: bool = False
+    running: str | None = None
+    pending: list[str] = Field(default_factory=list)
+    stopped: str | None = None
+
+    @property
+    def unfinished(self) -> str | None:
+        """The step that did not finish in a partial document."""
+        if not self.partial:
+            return None
+        return self.running or (self.pending[0] if self.pending else None)
+
+    def serials(self) -> list[str | None]:
+        """GPU serials as NVML reported them (inventory), in NVML order."""
+        inv = self.check("inventory")
+        gpus = inv.data.get("gpus", []) if inv is not None else []
+        return [g.get("serial") if isinstance(g, dict) else None for g in gpus]
 
     def check(self, name: str) -> CheckOutcome | None:
         for c in self.checks:

@@ -1,13 +1,18 @@
 """Judge a burn-in result: pure policy, no I/O.
 
-``judge(result, thresholds, peers)`` turns the agent's document into a verdict:
+``judge(result, thresholds, peers, bmc_serials, previous_ecc)`` turns the agent's document
+into a verdict:
 
 - ``fail`` when any check failed or errored, or a metric breaks a threshold rule;
 - ``incomplete`` when nothing failed but a required check is missing, skipped or
-  unsupported, or a metric a rule needs is absent: never ``pass`` on partial evidence;
+  unsupported, a metric a rule needs is absent, or the agent was stopped before its end
+  (a partial document: the reason names the step that did not finish): never ``pass`` on
+  partial evidence;
 - ``pass`` otherwise.
 
-Every reason names the check, says what was seen and suggests a remediation.
+Every reason names the check, says what was seen and suggests a remediation. ``notes``
+hold what is reported but not judged: lifetime ECC counts that grew since the previous
+burn-in (the trend), serial mismatches when the data says they only warrant a note.
 """
 
 from __future__ import annotations
@@ -32,9 +37,18 @@ class Reason(BaseModel):
     blocking: Literal["fail", "incomplete"] = "fail"
 
 
+class Note(BaseModel):
+    """Something the operator should see that does not decide the verdict."""
+
+    check: str
+    code: str
+    message: str
+
+
 class Verdict(BaseModel):
     status: VerdictStatus
     reasons: list[Reason]
+    notes: list[Note] = []
 
     @property
     def passed(self) -> bool:
@@ -115,6 +129,24 @@ REMEDIATION = {
     "missing_check": "re-run burn-in: this check was required but is not in the result",
     "not_run": "re-run burn-in with this check; a check that did not run proves nothing",
     "missing_metric": "re-run burn-in; the agent did not report this figure",
+    "gpuburn_no_work": "GPU {gpu} never ran its gpu-burn test: check dmesg for XIDs and the CUDA install; "
+                       "reseat or RMA GPU {gpu} if it persists",
+    "gpuburn_init_failed": "a gpu-burn test could not start: check the CUDA/cuBLAS install and dmesg, then re-run",
+    "gpuburn_no_progress": "gpu-burn printed no progress: the work is unverified; check the gpu-burn build and re-run",
+    "gpuburn_unfinished": "gpu-burn stopped before its summary: check dmesg and re-run burn-in",
+    "nccl_error_high": "the collective's results drifted beyond the data type's tolerance: run dcgmi diag -r 3 "
+                       "to find the bad GPU and RMA it",
+    "nccl_error_unjudged": "run nccl-tests with a data type that has an error limit in thresholds.yaml",
+    "nccl_not_validated": "run nccl-tests with validation on (-c 1): unchecked results prove nothing",
+    "ecc_lifetime_limit": "RMA GPU {gpu}: its lifetime ECC counts are above the limit",
+    "row_remap_high": "RMA GPU {gpu}: too many rows remapped for uncorrectable errors",
+    "gpu_serial_mismatch": "a GPU was swapped since discovery (or the BMC misreports): rerun discovery, check the "
+                           "RMA record, then re-run burn-in",
+    "unfinished": "the burn-in stopped before its end (time budget spent or the agent was killed): look at the "
+                  "unfinished step's tool and the node's dmesg, then re-run burn-in",
+    "not_reached": "re-run burn-in: the run stopped before this check",
+    "ib_port_unreadable": "ibstat output was cut: re-run it; check the OFED install",
+    "ibstat_panic": "ibstat could not read an HCA: check the HCA is present and the OFED install",
 }
 DEFAULT_REMEDIATION = "investigate the evidence in the result document, then re-run burn-in"
 
@@ -163,9 +195,59 @@ def _peer_reasons(result: BurnInResult, thresholds: SkuThresholds,
     return []
 
 
+def _serial_reasons(result: BurnInResult, thresholds: SkuThresholds,
+                    bmc_serials: Sequence[str]) -> tuple[list[Reason], list[Note]]:
+    """The BMC's GPU serials (recorded at discovery) against NVML's. Enumeration order
+    differs between the two, so they are compared as sets; how much a mismatch weighs is
+    data (``gpu_serial_mismatch`` in thresholds.yaml: fail, incomplete or info)."""
+    if result.check("inventory") is None:
+        return [], []  # the missing inventory check is its own reason
+    nvml = [s for s in result.serials() if s and str(s).strip() not in ("", "N/A", "[N/A]")]
+    bmc = [str(s) for s in bmc_serials if s]
+    only_bmc = sorted(set(bmc) - set(nvml))
+    only_nvml = sorted(set(nvml) - set(bmc))
+    if not only_bmc and not only_nvml:
+        return [], []
+    parts = []
+    if only_nvml:
+        parts.append(f"NVML reports {', '.join(only_nvml)} that the BMC did not at discovery")
+    if only_bmc:
+        parts.append(f"the BMC reported {', '.join(only_bmc)} that NVML does not")
+    msg = "GPU serials differ from discovery: " + "; ".join(parts)
+    severity = str(thresholds.value("gpu_serial_mismatch", "fail"))
+    if severity == "info":
+        return [], [Note(check="inventory", code="gpu_serial_mismatch", message=msg)]
+    return [Reason(check="inventory", code="gpu_serial_mismatch", message=msg,
+                   remediation=remediation("gpu_serial_mismatch"),
+                   blocking="incomplete" if severity == "incomplete" else "fail")], []
+
+
+def ecc_aggregate(result: BurnInResult) -> dict[str, list[int | None]]:
+    """Lifetime ECC counts per GPU from the ecc check, for the trend between burn-ins."""
+    c = result.check("ecc")
+    gpus = c.data.get("gpus", []) if c is not None else []
+    return {k: [g.get(f"{k}_aggregate") if isinstance(g, dict) else None for g in gpus]
+            for k in ("uncorrected", "corrected")}
+
+
+def _trend_notes(result: BurnInResult, previous: dict[str, Any]) -> list[Note]:
+    notes = []
+    now = ecc_aggregate(result)
+    for kind, values in now.items():
+        before = previous.get(kind) or []
+        for gpu, (a, b) in enumerate(zip(values, before)):
+            if isinstance(a, int) and isinstance(b, int) and a > b:
+                notes.append(Note(check="ecc", code="ecc_aggregate_grew",
+                                  message=f"GPU {gpu}: lifetime {kind} ECC errors grew from {b} to {a} since the "
+                                          "previous burn-in"))
+    return notes
+
+
 def judge(result: BurnInResult, thresholds: SkuThresholds,
-          peers: Sequence[BurnInResult] | None = None) -> Verdict:
+          peers: Sequence[BurnInResult] | None = None, *, bmc_serials: Sequence[str] | None = None,
+          previous_ecc: dict[str, Any] | None = None) -> Verdict:
     reasons: list[Reason] = []
+    notes: list[Note] = []
     seen: set[tuple[str, str, str]] = set()
 
     def add(r: Reason) -> None:
@@ -174,10 +256,21 @@ def judge(result: BurnInResult, thresholds: SkuThresholds,
             seen.add(key)
             reasons.append(r)
 
+    if result.partial:
+        step = result.unfinished or "an unknown step"
+        how = f" ({result.stopped})" if result.stopped else ""
+        add(Reason(check=step, code="unfinished", blocking="incomplete", remediation=remediation("unfinished"),
+                   message=f"the burn-in did not finish: it stopped during {step}{how}; "
+                           f"{len(result.checks)} checks finished before"))
+    not_reached = set(result.pending) if result.partial else set()
     required = list(dict.fromkeys(list(thresholds.required_checks) + result.planned_checks))
     for name in required:
         c = result.check(name)
-        if c is None:
+        if c is None and result.partial and name in not_reached | {result.running}:
+            if name != result.running:
+                add(Reason(check=name, code="not_reached", message=f"check {name} was not reached",
+                           remediation=remediation("not_reached"), blocking="incomplete"))
+        elif c is None:
             add(Reason(check=name, code="missing_check", message=f"required check {name} is not in the result",
                        remediation=remediation("missing_check"), blocking="incomplete"))
         elif c.status in ("skip", "unsupported"):
@@ -213,6 +306,13 @@ def judge(result: BurnInResult, thresholds: SkuThresholds,
     if peers:
         for r in _peer_reasons(result, thresholds, peers):
             add(r)
+    if bmc_serials:
+        serial_reasons, serial_notes = _serial_reasons(result, thresholds, bmc_serials)
+        for r in serial_reasons:
+            add(r)
+        notes += serial_notes
+    if previous_ecc:
+        notes += _trend_notes(result, previous_ecc)
     if any(r.blocking == "fail" for r in reasons):
         status: VerdictStatus = "fail"
     elif reasons:
@@ -221,4 +321,4 @@ def judge(result: BurnInResult, thresholds: SkuThresholds,
         status = "pass"
     # failures first: they are what an operator acts on
     reasons.sort(key=lambda r: r.blocking != "fail")
-    return Verdict(status=status, reasons=reasons)
+    return Verdict(status=status, reasons=reasons, notes=notes)

@@ -1,17 +1,29 @@
 """``python3 -m burnin run --plan PLAN.json [--out RESULT.json]``.
 
 Prints the JSON result document on stdout (progress goes to stderr) and writes it to
-``--out``. Exit status: 0 every check passed, 1 something failed or errored, 2 the plan is
-unusable, 3 nothing failed but some checks were skipped or unsupported.
+``--out``. ``--out`` is rewritten as the run goes (before each check starts, after it ends),
+so a run killed from outside leaves a partial document naming the check it was in; on
+SIGTERM (what ``timeout`` sends first) the document also says it was stopped. Exit status:
+0 every check passed, 1 something failed or errored, 2 the plan is unusable, 3 nothing
+failed but some checks were skipped or unsupported, 124 stopped by SIGTERM.
 """
 
 import argparse
 import json
 import os
+import signal
 import sys
+from typing import Any
 
 from . import AGENT_VERSION
+from .proc import kill_running
 from .runner import PlanError, exit_code, run_plan, write_atomic
+
+STOPPED_RC = 124
+
+
+def _dump(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=1, sort_keys=False, default=str) + "\n"
 
 
 def main(argv=None) -> int:
@@ -20,20 +32,38 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     run = sub.add_parser("run", help="run a burn-in plan")
     run.add_argument("--plan", required=True, help="plan JSON written by the controller")
-    run.add_argument("--out", help="also write the result document here")
+    run.add_argument("--out", help="also write the result document here (kept current during the run)")
     args = ap.parse_args(argv)
+    latest: dict[str, Any] = {}
+
+    def on_update(doc: dict[str, Any]) -> None:
+        latest["doc"] = doc
+        if args.out:
+            write_atomic(args.out, _dump(doc))
+
+    def on_term(signum: int, _frame: Any) -> None:
+        # runs in the main thread, possibly in the middle of on_update: no lock (it would
+        # deadlock); write_atomic uses a name of its own and we exit before the main thread
+        # could replace the file again. Check threads may be stuck in a driver call: go.
+        kill_running()  # no hung tool left behind on the node
+        doc = dict(latest.get("doc") or {})
+        if doc and args.out:
+            doc["stopped"] = f"signal {signal.Signals(signum).name} during {doc.get('running') or 'setup'}"
+            write_atomic(args.out, _dump(doc))
+        print(f"burnin: stopped by {signal.Signals(signum).name}", file=sys.stderr, flush=True)
+        os._exit(STOPPED_RC)
+
+    signal.signal(signal.SIGTERM, on_term)
     try:
         with open(args.plan) as fh:
             plan = json.load(fh)
-        doc = run_plan(plan)
+        doc = run_plan(plan, on_update=on_update)
     except (OSError, ValueError, PlanError) as exc:
         print(json.dumps({"schema_version": 1, "agent_version": AGENT_VERSION, "error": f"bad plan: {exc}"}))
         print(f"burnin: bad plan {args.plan}: {exc}", file=sys.stderr)
         return 2
-    text = json.dumps(doc, indent=1, sort_keys=False, default=str)
-    if args.out:
-        write_atomic(args.out, text + "\n")
-    sys.stdout.write(text + "\n")
+    on_update(doc)
+    sys.stdout.write(_dump(doc))
     return exit_code(doc)
 
 

@@ -2,17 +2,23 @@
 
 Every tool runs in its own process group so that a hung tool and its children are killed
 together; a tool that is missing, times out or crashes becomes a :class:`ToolRun` the check
-turns into a failed result with the tail of stderr, never an exception or a hang.
+turns into a failed result with the tail of stderr, never an exception or a hang. The
+groups still running are known (:func:`kill_running`), so an agent told to stop does not
+leave a hung tool behind on the node.
 """
 
 import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 
 TAIL_CHARS = 2000
+_RUNNING: set[int] = set()
+_RUNNING_LOCK = threading.Lock()
+_STOPPING = threading.Event()
 
 
 def tail(text: str, limit: int = TAIL_CHARS) -> str:
@@ -66,6 +72,20 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
+def kill_running() -> None:
+    """Kill the process groups of the tools still running (the agent is being stopped).
+    A tool being started right now is registered under the same lock, so it is either
+    killed here or never started."""
+    with _RUNNING_LOCK:
+        _STOPPING.set()
+        groups = list(_RUNNING)
+    for pgid in groups:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
 def run_tool(argv: list[str], timeout_s: float, env: dict[str, str] | None = None,
              cwd: str | None = None) -> ToolRun:
     run = ToolRun(argv=list(argv))
@@ -77,12 +97,17 @@ def run_tool(argv: list[str], timeout_s: float, env: dict[str, str] | None = Non
     if env:
         full_env.update(env)
     start = time.monotonic()
-    try:
-        proc = subprocess.Popen([exe] + list(argv[1:]), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, env=full_env, cwd=cwd, start_new_session=True)
-    except OSError as exc:
-        run.error = exc.strerror or str(exc)
-        return run
+    with _RUNNING_LOCK:  # started and registered as one step (see kill_running)
+        if _STOPPING.is_set():
+            run.error = "the agent is stopping"
+            return run
+        try:
+            proc = subprocess.Popen([exe] + list(argv[1:]), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    stdin=subprocess.DEVNULL, env=full_env, cwd=cwd, start_new_session=True)
+        except OSError as exc:
+            run.error = exc.strerror or str(exc)
+            return run
+        _RUNNING.add(proc.pid)
     try:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -95,6 +120,8 @@ def run_tool(argv: list[str], timeout_s: float, env: dict[str, str] | None = Non
             out, err = b"", b""
     finally:
         _kill_group(proc)
+        with _RUNNING_LOCK:
+            _RUNNING.discard(proc.pid)
     run.rc = proc.returncode
     run.stdout = out.decode("utf-8", "replace")
     run.stderr = err.decode("utf-8", "replace")

@@ -16,7 +16,12 @@ XID_EVENT = 0x8  # nvmlEventTypeXidCriticalError
 
 
 class Sampler:
+    """Samples every GPU each ``interval_s``; each sample carries ``load``, the stress check
+    running when it was taken (None between checks and after them), because a GPU lowers
+    its PCIe link at idle and only samples under load say what the link can do."""
+
     def __init__(self, nvml: Nvml, handles: list[Any], interval_s: float) -> None:
+        self.load: str | None = None
         self.nvml = nvml
         self.handles = handles
         self.interval_s = max(0.05, interval_s)
@@ -27,7 +32,7 @@ class Sampler:
     def sample_once(self) -> None:
         n = self.nvml
         for i, h in enumerate(self.handles):
-            s: dict[str, Any] = {"gpu": i, "t": time.time()}
+            s: dict[str, Any] = {"gpu": i, "t": time.time(), "load": self.load}
             for key, fn, args in (
                 ("temp_c", "nvmlDeviceGetTemperature", (h, 0)),
                 ("power_mw", "nvmlDeviceGetPowerUsage", (h,)),

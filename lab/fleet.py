@@ -55,6 +55,7 @@ class FaultKind(StrEnum):
     ECC_OFF = "ecc_off"
     ECC_PENDING = "ecc_pending"              # pending mode differs from current
     ECC_UNCORRECTABLE = "ecc_uncorrectable"  # value: count
+    ECC_AGGREGATE = "ecc_aggregate"          # value: lifetime uncorrectable count, none this run
     ROW_REMAP_PENDING = "row_remap_pending"
     ROW_REMAP_FAILURE = "row_remap_failure"
     XID = "xid"                              # value: XID code, e.g. 79 or 48
@@ -66,6 +67,8 @@ class FaultKind(StrEnum):
     DCGM_FAIL = "dcgm_fail"                  # test: dcgm test name
     DCGM_SKIP = "dcgm_skip"
     GPUBURN_FAULTY = "gpuburn_faulty"
+    GPUBURN_NO_START = "gpuburn_no_start"    # gpu: its gpu-burn test cannot start (0 work, says OK)
+    GPU_SERIAL_SWAPPED = "gpu_serial_swapped"  # gpu: NVML reports another serial than the BMC did
     # NCCL / fabric
     LOW_BUSBW = "low_busbw"                  # value: GB/s at the largest sizes
     NCCL_WRONG = "nccl_wrong"                # value: #wrong count

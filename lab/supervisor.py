@@ -19,6 +19,7 @@ import yaml
 from bringup.errors import LabError
 from bringup.sku import load_skus, nic_counts
 from lab.fleet import FleetProfile, load_fleet
+from lab.gpu.build import ensure_built
 
 from . import procs
 from .netbox_server import LIVE_DB, NetBox
@@ -88,7 +89,8 @@ class Lab:
         self.paths.ensure()
         for name, fn in (("postgresql", self.pg.start), ("redis", self.redis.start),
                          ("netbox install", self.netbox.ensure_venv), ("netbox config", self.netbox.write_config),
-                         ("netbox pristine db", lambda: self.netbox.ensure_pristine(progress))):
+                         ("netbox pristine db", lambda: self.netbox.ensure_pristine(progress)),
+                         ("gpu stand-ins", lambda: ensure_built(self.paths.home))):
             t = time.monotonic()
             progress(f"{name}...")
             fn()
@@ -121,6 +123,8 @@ class Lab:
         step("netbox db", self.netbox.ensure_db)
         step("netbox server", self.netbox.start)
         step("prefect server", self.prefect.start)
+        # built once here, so nodes installed in parallel by the BMC simulator find it
+        step("gpu stand-ins", lambda: ensure_built(self.paths.home))
         if with_sims:
             for svc in SIM_SERVICES:
                 if svc.available():

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ansible import PlaybookResult, SshAccess, run_playbook
+from ..burnin_plan import plan_budget_s
 from ..errors import AnsibleError, AnsibleSetupError, ParseError, SSHDropped
 from ..image import ImageManifest, pin_vars
 from ..resources import agent_dir
@@ -70,12 +71,19 @@ def configure(hosts: dict[str, dict[str, Any]], manifest: ImageManifest, access:
 # --- burn-in ---------------------------------------------------------------------------
 @dataclass
 class BurninRun:
-    """The agent's result document as fetched from the node (judging happens elsewhere)."""
+    """The agent's result document as fetched from the node (judging happens elsewhere).
+    ``partial`` when the agent was stopped before its end (its time budget spent): the
+    document then holds the checks that finished and names the one that did not."""
 
     node: str
     text: str
     document: dict[str, Any]
     rc: int | None
+    timeout_s: int = 0
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.document.get("partial"))
 
 
 def pack_agent(agent_dir: Path, dest: Path) -> Path:
@@ -91,14 +99,20 @@ def pack_agent(agent_dir: Path, dest: Path) -> Path:
 
 
 def run_burnin(node: str, host: dict[str, Any], plan: dict[str, Any], access: SshAccess, *,
-               timeout_s: int = 1800, agent_dir: Path = AGENT_DIR, sysroot: str | None = None) -> BurninRun:
+               timeout_s: int | None = None, agent_dir: Path = AGENT_DIR, sysroot: str | None = None) -> BurninRun:
     """Copy the agent to ``node``, run ``plan`` there, fetch the result document.
+
+    The agent is killed after ``timeout_s`` (default: the plan's own budget, see
+    :func:`bringup.burnin_plan.plan_budget_s`); it rewrites its document after every check,
+    so a killed run still returns the checks that finished, marked ``partial``.
 
     Raises :class:`SSHError` (not transient) when the node drops off SSH during the run,
     and :class:`AnsibleError` when the agent leaves no document: either way the node's
     burn-in result is unknown, which is never a pass."""
     if not (agent_dir / "__main__.py").exists():
         raise AnsibleSetupError(f"{agent_dir} is not the burn-in agent package (no __main__.py)")
+    if timeout_s is None:
+        timeout_s = int(plan.get("budget_s") or plan_budget_s(plan))
     with tempfile.TemporaryDirectory(prefix="bringup-burnin-") as tmp_:
         tmp = Path(tmp_)
         fetch = tmp / "results"
@@ -125,4 +139,5 @@ def run_burnin(node: str, host: dict[str, Any], plan: dict[str, Any], access: Ss
     if not isinstance(document, dict):
         raise ParseError("the burn-in result is not a JSON object", path="$", source=f"node {node}")
     rc = hr.facts.get("burnin_rc")
-    return BurninRun(node=node, text=text, document=document, rc=int(rc) if rc is not None else None)
+    return BurninRun(node=node, text=text, document=document, rc=int(rc) if rc is not None else None,
+                     timeout_s=int(timeout_s))

@@ -1,7 +1,8 @@
 """Step ``burn_in`` (state provisioned): the agent runs on the node and its result
 document becomes evidence in NetBox. Judging is the next state's step, so a run killed
 after the burn-in resumes from the stored document on any worker, without burning in
-again."""
+again. The agent runs under the plan's own time budget; a run stopped at the budget
+leaves a partial document, stored like any other (the judge makes it incomplete)."""
 
 from __future__ import annotations
 
@@ -25,8 +26,13 @@ def burn_in(ctx: Context, rec: NodeRecord, params: Mapping[str, Any]) -> StepRes
     plan = make_plan(rec.sku, thresholds_for(rec.sku), versions, profile=profile, node=rec.name)
     run = run_burnin(rec.name, ctx.host(rec)[rec.name], plan, ctx.ssh_access())
     checks = run.document.get("checks") if isinstance(run.document, dict) else None
+    stopped = ""
+    if run.partial:
+        unfinished = run.document.get("running") or (run.document.get("pending") or ["?"])[0]
+        stopped = f"; stopped at its {run.timeout_s} s budget during {unfinished}"
     summary = (f"## Burn-in document ({profile} profile)\n\nagent exit {run.rc}, "
-               f"{len(checks) if isinstance(checks, list) else '?'} checks; judged in the next step")
-    return StepResult(node=rec.name, step="burn_in", ok=True, summary=f"burn-in document collected (agent exit {run.rc})",
+               f"{len(checks) if isinstance(checks, list) else '?'} checks{stopped}; judged in the next step")
+    return StepResult(node=rec.name, step="burn_in", ok=True,
+                      summary=f"burn-in document collected (agent exit {run.rc}{', partial' if run.partial else ''})",
                       evidence=[Evidence(kind="burnin", document={"plan": plan, "rc": run.rc, "document": run.document},
                                          summary=summary)])

@@ -74,6 +74,11 @@ class InventoryCheck(GpuCheck):
 
 
 class EccCheck(GpuCheck):
+    """ECC mode and error counts. *Volatile* counts (since the last driver load, so this
+    run) judge the run; *aggregate* counts are the GPU's lifetime: they are reported (the
+    controller trend-checks them between burn-ins) and fail only above the lifetime limits
+    of the plan (bringup/data/thresholds.yaml cites where they come from)."""
+
     name = "ecc"
 
     def run(self, ctx: Context, r: CheckResult) -> None:
@@ -82,10 +87,17 @@ class EccCheck(GpuCheck):
         lim = ctx.limits
         max_unc = int(lim.get("max_ecc_uncorrected", 0))
         max_corr = lim.get("max_ecc_corrected_volatile")
+        life = {"uncorrected_aggregate": lim.get("max_ecc_uncorrected_aggregate"),
+                "corrected_aggregate": lim.get("max_ecc_corrected_aggregate"),
+                "sram_uncorrected_aggregate": lim.get("max_ecc_sram_uncorrected_aggregate"),
+                "sram_corrected_aggregate": lim.get("max_ecc_sram_corrected_aggregate")}
+        max_remapped = lim.get("max_remapped_rows_uncorrectable")
         want_ecc = ctx.expect.get("ecc", "enabled") == "enabled"
         totals = {"ecc_disabled_gpus": 0, "ecc_pending_gpus": 0, "uncorrected_volatile": 0,
-                  "uncorrected_aggregate": 0, "corrected_volatile": 0, "row_remap_pending_gpus": 0,
-                  "row_remap_failure_gpus": 0, "retired_pages": 0}
+                  "uncorrected_aggregate": 0, "corrected_volatile": 0, "corrected_aggregate": 0,
+                  "row_remap_pending_gpus": 0, "row_remap_failure_gpus": 0, "retired_pages": 0,
+                  "lifetime_limit_gpus": 0, "remapped_rows_uncorrectable_max": None}
+        sram = getattr(p, "NVML_MEMORY_LOCATION_SRAM", None)
         per_gpu = []
         supported_any = False
         for i, h in enumerate(ctx.handles):
@@ -103,17 +115,33 @@ class EccCheck(GpuCheck):
                            f"{'on' if g['ecc_current'] else 'off'}, pending {'on' if g['ecc_pending'] else 'off'})",
                            gpu=i)
             for key, etype, ctype in (("uncorrected_volatile", 1, 0), ("uncorrected_aggregate", 1, 1),
-                                      ("corrected_volatile", 0, 0)):
+                                      ("corrected_volatile", 0, 0), ("corrected_aggregate", 0, 1)):
                 v = n.opt("nvmlDeviceGetTotalEccErrors", h, etype, ctype)
                 g[key] = v
                 if v is not None:
                     totals[key] += int(v)
-            unc = max(g.get("uncorrected_volatile") or 0, g.get("uncorrected_aggregate") or 0)
-            if unc > max_unc:
-                r.find("ecc_uncorrectable", f"GPU {i}: {unc} uncorrectable ECC errors", gpu=i, value=unc)
+            if sram is not None:
+                # SRAM errors apart from DRAM where the driver tells them (Ampere and later)
+                for key, etype in (("sram_uncorrected_aggregate", 1), ("sram_corrected_aggregate", 0)):
+                    try:
+                        g[key] = n.call("nvmlDeviceGetMemoryErrorCounter", h, etype, 1, sram)
+                    except (Unsupported, NvmlFailure):
+                        g[key] = None
+            if (g.get("uncorrected_volatile") or 0) > max_unc:
+                r.find("ecc_uncorrectable", f"GPU {i}: {g['uncorrected_volatile']} uncorrectable ECC errors "
+                       "since the driver loaded", gpu=i, value=g["uncorrected_volatile"])
             if max_corr is not None and (g.get("corrected_volatile") or 0) > int(max_corr):
                 r.find("ecc_corrected_high", f"GPU {i}: {g['corrected_volatile']} corrected ECC errors "
                        f"(limit {max_corr})", gpu=i, value=g["corrected_volatile"])
+            over = [k for k, limit in life.items()
+                    if limit is not None and g.get(k) is not None and int(g[k]) > int(limit)]
+            if over:
+                totals["lifetime_limit_gpus"] += 1
+                r.find("ecc_lifetime_limit", f"GPU {i}: lifetime ECC counts above the limit: "
+                       + ", ".join(f"{k} {g[k]} > {life[k]}" for k in over), gpu=i, value=g[over[0]])
+            elif g.get("uncorrected_aggregate"):
+                r.find("ecc_aggregate", f"GPU {i}: {g['uncorrected_aggregate']} uncorrectable ECC errors over its "
+                       "lifetime (within the lifetime limit)", fail=False, gpu=i, value=g["uncorrected_aggregate"])
             arch = n.opt("nvmlDeviceGetArchitecture", h)
             g["arch"] = arch
             if arch is None or arch >= NVML_ARCH_AMPERE:
@@ -122,6 +150,11 @@ class EccCheck(GpuCheck):
                     supported_any = True
                     g["remapped_rows"] = {"correctable": rows[0], "uncorrectable": rows[1],
                                           "pending": bool(rows[2]), "failure": bool(rows[3])}
+                    worst = totals["remapped_rows_uncorrectable_max"]
+                    totals["remapped_rows_uncorrectable_max"] = max(int(rows[1]), worst or 0)
+                    if max_remapped is not None and int(rows[1]) > int(max_remapped):
+                        r.find("row_remap_high", f"GPU {i}: {rows[1]} rows remapped for uncorrectable errors "
+                               f"(limit {max_remapped})", gpu=i, value=rows[1])
                     if rows[2]:
                         totals["row_remap_pending_gpus"] += 1
                         r.find("row_remap_pending", f"GPU {i}: a row remapping is pending (needs a GPU reset)",
@@ -193,6 +226,11 @@ class NvlinkCheck(GpuCheck):
 
 
 class PcieCheck(GpuCheck):
+    """PCIe link generation and width, judged only from samples taken while a stress check
+    loaded the GPUs: at idle a GPU trains its link down to save power (Gen1 is normal
+    then), so an idle reading says nothing about the slot. Under load the best link seen
+    per GPU is what it can do; a link that never reaches the SKU's is downtrained."""
+
     name = "pcie"
 
     def run(self, ctx: Context, r: CheckResult) -> None:
@@ -202,36 +240,43 @@ class PcieCheck(GpuCheck):
         downtrained = replays = 0
         gens, widths = [], []
         per_gpu = []
+        unjudged = []
         for i, h in enumerate(ctx.handles):
             max_gen = n.opt("nvmlDeviceGetMaxPcieLinkGeneration", h)
             max_width = n.opt("nvmlDeviceGetMaxPcieLinkWidth", h)
-            samples = [s for s in ctx.samples if s["gpu"] == i]
-            cur_gen = min((s["pcie_gen"] for s in samples if s.get("pcie_gen")), default=None)
-            cur_width = min((s["pcie_width"] for s in samples if s.get("pcie_width")), default=None)
+            loaded = [s for s in ctx.samples if s["gpu"] == i and s.get("load")]
+            idle = sum(1 for s in ctx.samples if s["gpu"] == i and not s.get("load"))
+            cur_gen = max((s["pcie_gen"] for s in loaded if s.get("pcie_gen")), default=None)
+            cur_width = max((s["pcie_width"] for s in loaded if s.get("pcie_width")), default=None)
             replay = n.opt("nvmlDeviceGetPcieReplayCounter", h)
             want_gen = exp.get("pcie_gen") or max_gen
             want_width = exp.get("pcie_width") or max_width
             per_gpu.append({"gpu": i, "max_gen": max_gen, "max_width": max_width, "gen_under_load": cur_gen,
-                            "width_under_load": cur_width, "replay": replay, "samples": len(samples)})
-            if cur_gen is None or cur_width is None:
-                continue
-            gens.append(cur_gen)
-            widths.append(cur_width)
-            if (want_gen and cur_gen < int(want_gen)) or (want_width and cur_width < int(want_width)):
-                downtrained += 1
-                r.find("pcie_downtrained", f"GPU {i}: PCIe link at Gen{cur_gen} x{cur_width} under load, "
-                       f"expected Gen{want_gen} x{want_width}", gpu=i, value=f"gen{cur_gen}x{cur_width}")
+                            "width_under_load": cur_width, "replay": replay, "samples_under_load": len(loaded),
+                            "idle_samples_ignored": idle})
             if replay is not None:
                 replays += int(replay)
                 if max_replay is not None and replay > int(max_replay):
                     r.find("pcie_replays", f"GPU {i}: PCIe replay counter {replay} (limit {max_replay})",
                            gpu=i, value=replay)
+            if cur_gen is None or cur_width is None:
+                unjudged.append(i)
+                continue
+            gens.append(cur_gen)
+            widths.append(cur_width)
+            if (want_gen and cur_gen < int(want_gen)) or (want_width and cur_width < int(want_width)):
+                downtrained += 1
+                r.find("pcie_downtrained", f"GPU {i}: PCIe link at best Gen{cur_gen} x{cur_width} under load, "
+                       f"expected Gen{want_gen} x{want_width}", gpu=i, value=f"gen{cur_gen}x{cur_width}")
         r.data["gpus"] = per_gpu
         r.metrics.update({"downtrained_gpus": downtrained, "replay_total": replays,
-                          "gen_min": min(gens) if gens else None, "width_min": min(widths) if widths else None})
-        if not gens and ctx.handles:
+                          "gen_min": min(gens) if gens else None, "width_min": min(widths) if widths else None,
+                          "gpus_unjudged": len(unjudged)})
+        if unjudged and r.status == "pass":
+            # no sample under load for these GPUs: their link was not judged, so no pass
             r.status = "unsupported"
-            r.summary = "PCIe link state is not reported by these GPUs"
+            r.summary = (f"no PCIe link sample under load for GPU {', '.join(map(str, unjudged))}; "
+                         "idle readings are not judged")
 
 
 class ClocksCheck(GpuCheck):

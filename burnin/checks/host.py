@@ -11,7 +11,8 @@ import tempfile
 from typing import Any
 
 from ..parsers import UnparseableOutput
-from ..parsers.system import parse_fio_json, parse_ibstat, parse_stress_ng
+from ..parsers.ibstat import parse_ibstat
+from ..parsers.system import parse_fio_json, parse_stress_ng
 from .base import Check, CheckResult, Context
 
 
@@ -130,14 +131,16 @@ class NetworkCheck(Check):
             run = ctx.run("ibstat", "ibstat", [], 30)
             if run.ok:
                 try:
-                    cas = parse_ibstat(run.stdout)
-                    r.data["ibstat"] = cas
-                    for ca, info in cas.items():
-                        for num, port in info.get("ports", {}).items():
-                            sys_state = ports.get(f"{ca}/{num}", {}).get("state", "")
-                            if sys_state and ("ACTIVE" in sys_state.upper()) != (port.get("state") == "Active"):
-                                r.find("ib_state_disagree", f"{ca}/{num}: sysfs says {sys_state!r}, ibstat says "
-                                       f"{port.get('state')!r}", port=f"{ca}/{num}")
+                    parsed = parse_ibstat(run.stdout)
+                    r.data["ibstat"] = parsed["ports"]
+                    for p in parsed["ports"]:
+                        name = f"{p['ca']}/{p['port']}"
+                        sys_state = ports.get(name, {}).get("state", "")
+                        if sys_state and ("ACTIVE" in sys_state.upper()) != (p["state"] == "Active"):
+                            r.find("ib_state_disagree", f"{name}: sysfs says {sys_state!r}, ibstat says "
+                                   f"{p['state']!r}", port=name)
+                    if parsed["panics"]:
+                        r.data["ibstat_panics"] = parsed["panics"]
                 except UnparseableOutput as exc:
                     r.data["ibstat_error"] = str(exc)
             else:

@@ -1,16 +1,35 @@
 """GPU stress and fabric checks driven by external tools: DCGM diag, gpu-burn, nccl-tests."""
 
+from typing import Any
+
 from ..parsers import UnparseableOutput
-from ..parsers.dcgm import failing_gpus, parse_dcgm_diag
+from ..parsers import dcgm as dcgm_parser
+from ..parsers import gpuburn as gpuburn_parser
+from ..parsers import nccl as nccl_parser
+from ..parsers.dcgm import parse_dcgm_diag
 from ..parsers.gpuburn import parse_gpu_burn
-from ..parsers.nccl import busbw_at_largest, parse_nccl_perf, wrong_total
+from ..parsers.nccl import busbw_at_largest, error_figures, parse_nccl_perf, wrong_total
 from ..proc import tail
 from .base import Check, CheckResult, Context
+
+#: nccl-tests' own per-type tolerance (DeltaMaxValue in its common.cu), used when the plan
+#: brings none; the controller's plan carries the values of bringup/data/thresholds.yaml
+NCCL_ERROR_LIMITS = {"float": 1e-5, "half": 1e-2, "bfloat16": 1e-2, "double": 1e-12}
 
 
 def _garbage(r: CheckResult, tool: str, exc: Exception, stdout: str) -> None:
     r.error("unparseable_output", f"{tool} output is not in the expected format: {exc}", tool=tool)
     r.data["stdout_head"] = stdout[:500]
+
+
+def _record(r: CheckResult, findings: list[dict[str, Any]]) -> None:
+    """Turn a parser's assessment into the check's findings (``error`` ones make it error)."""
+    for f in findings:
+        where = {k: v for k, v in f.items() if k not in ("code", "message", "severity")}
+        if f["severity"] == "error":
+            r.error(f["code"], f["message"], **where)
+        else:
+            r.find(f["code"], f["message"], fail=f["severity"] == "fail", **where)
 
 
 class DcgmCheck(Check):
@@ -37,22 +56,14 @@ class DcgmCheck(Check):
         r.data.update({"dcgm_version": parsed["version"], "format": parsed["format"],
                        "tests": parsed["tests"]})
         if parsed["runtime_error"]:
-            r.error("dcgm_runtime_error", f"DCGM diag could not run: {parsed['runtime_error']}")
+            _record(r, dcgm_parser.assess(parsed))
             return
         counts = {"pass": 0, "fail": 0, "warn": 0, "skip": 0, "not_run": 0, "unknown": 0}
         for t in parsed["tests"]:
             counts[t["status"]] += 1
-            if t["status"] in ("fail", "warn"):
-                gpus = failing_gpus(t)
-                msg = "; ".join(t["warnings"][:2])
-                r.find("dcgm_failed", f"DCGM {t['name']}: {t['status'].upper()} on GPU {', '.join(gpus) or '?'}"
-                       + (f" ({msg})" if msg else ""), test=t["name"],
-                       gpu=int(gpus[0]) if len(gpus) == 1 and gpus[0].isdigit() else None)
-            elif t["status"] in ("skip", "not_run", "unknown"):
-                # a test that did not run verified nothing: never a pass
-                r.find("dcgm_not_run", f"DCGM {t['name']}: {t['status'].replace('_', ' ')}", test=t["name"])
-        if not parsed["tests"]:
-            r.find("dcgm_not_run", "DCGM diag reported no tests")
+        if parsed["nulls_skipped"]:
+            r.data["nulls_skipped"] = parsed["nulls_skipped"]
+        _record(r, dcgm_parser.assess(parsed))
         r.metrics.update({"tests_passed": counts["pass"], "tests_failed": counts["fail"] + counts["warn"],
                           "tests_not_run": counts["skip"] + counts["not_run"] + counts["unknown"]})
         if run.rc != 0 and r.status == "pass":
@@ -74,18 +85,17 @@ class GpuBurnCheck(Check):
             _garbage(r, "gpu_burn", exc, run.stdout)
             return
         r.data.update(parsed)
-        faulty = [g for g, s in parsed["gpus"].items() if s != "OK"]
-        for g in faulty:
-            r.find("gpuburn_faulty", f"GPU {g}: gpu-burn reports FAULTY (computation errors)", gpu=g)
-        if parsed["aborted"]:
-            r.find("gpuburn_aborted", "gpu-burn aborted: no workers alive")
-        for g in parsed["died"]:
-            r.find("gpuburn_died", f"GPU {g}: gpu-burn worker died", gpu=g)
-        want = ctx.expect.get("gpu_count")
-        if want and parsed["tested"] and parsed["tested"] < int(want):
-            r.find("gpuburn_gpu_count", f"gpu-burn tested {parsed['tested']} GPUs, expected {want}")
-        r.metrics.update({"faulty_gpus": len(faulty), "errors_total": sum(e for e in parsed["errors"] if e > 0),
-                          "gpus_tested": parsed["tested"]})
+        _record(r, gpuburn_parser.assess(parsed, ctx.expect.get("gpu_count")))
+        procd: list[int] = parsed["procd"]  # type: ignore[assignment]
+        gflops: list[float] = parsed["gflops"]  # type: ignore[assignment]
+        faulty = [g for g, st in parsed["gpus"].items() if st != "OK"]  # type: ignore[union-attr]
+        r.metrics.update({"faulty_gpus": len(faulty),
+                          "errors_total": sum(e for e in parsed["errors"] if e > 0),  # type: ignore[union-attr]
+                          "gpus_tested": parsed["tested"],
+                          # a GPU whose test never started shows 0 work: gpu-burn still says OK
+                          "gpus_no_work": sum(1 for i, p in enumerate(procd)
+                                              if p <= 0 or (i < len(gflops) and gflops[i] <= 0)) if procd else None,
+                          "gflops_min": min(gflops) if gflops else None})
 
 
 class NcclCheck(Check):
@@ -113,14 +123,14 @@ class NcclCheck(Check):
         k = int(lim.get("busbw_largest_sizes", 2))
         busbw = busbw_at_largest(parsed, k)
         wrong = wrong_total(parsed)
-        r.data.update({"rows": parsed["rows"], "avg_busbw": parsed["avg_busbw"],
+        limits = lim.get("nccl_error_limits") or NCCL_ERROR_LIMITS
+        err = error_figures(parsed, limits)
+        r.data.update({"rows": parsed["rows"], "avg_busbw": parsed["avg_busbw"], "validated": parsed["validated"],
                        "nccl_version": parsed["nccl_version"], "layout": parsed["layout"]})
         r.metrics.update({"busbw_largest_gbps": busbw, "wrong_total": wrong, "oob_values": parsed["oob_values"],
+                          "error_max": err["max"], "errors_over_limit": err["over"] if err["max"] is not None else None,
                           "largest_size": max(row["size"] for row in parsed["rows"])})
-        if wrong:
-            r.find("nccl_wrong", f"all_reduce_perf found {wrong} wrong values (#wrong)", value=wrong)
-        if parsed["oob_values"]:
-            r.find("nccl_oob", f"Out of bounds values: {parsed['oob_values']}", value=parsed["oob_values"])
+        _record(r, nccl_parser.assess(parsed, limits))
         want = lim.get("min_busbw_gbps")
         if want is not None and busbw < float(want):
             r.find("busbw_low", f"all_reduce busbw {busbw:.1f} GB/s at the {k} largest sizes, below "

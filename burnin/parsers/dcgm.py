@@ -5,6 +5,11 @@ per-GPU ``gpu_id``; DCGM 4.x uses ``"DCGM Diagnostic"`` with lower-case test nam
 ``entity_group``/``entity_id`` results and a ``test_summary`` per test, with ``metadata`` and
 ``entity_groups`` beside it at the top level. NVIDIA publishes no stable schema, so anything
 we do not recognise raises :class:`UnparseableOutput` rather than passing.
+
+Two shapes seen in real 3.x output: ``null`` entries between the tests of a category
+(DCGM 3.1: skipped and counted), and results that stand for the whole node rather than
+one GPU (the software/deployment tests: ``"gpu_ids": "0,1,2,3"`` or no id at all). Those
+are keyed ``all`` (:data:`NODE`): a failure there is about the node, all its GPUs.
 """
 
 import json
@@ -15,6 +20,8 @@ STATUSES = {"pass": "pass", "fail": "fail", "warn": "warn", "warning": "warn", "
             "skipped": "skip", "not run": "not_run", "notrun": "not_run"}
 # worst first: one failing GPU fails the test
 _RANK = ["fail", "warn", "not_run", "skip", "unknown", "pass"]
+#: the key of a result that is about the whole node (all GPUs), not one GPU
+NODE = "all"
 
 
 def _status(raw: object) -> str:
@@ -61,10 +68,17 @@ def parse_dcgm_diag(text: str) -> dict[str, object]:
             return {"version": version, "format": fmt, "tests": [], "runtime_error": str(runtime_error)}
         raise UnparseableOutput("test_categories is missing or not a list")
     tests = []
+    nulls = 0
     for ci, cat in enumerate(categories):
+        if cat is None:
+            nulls += 1
+            continue
         if not isinstance(cat, dict) or not isinstance(cat.get("tests"), list):
             raise UnparseableOutput(f"test_categories[{ci}] has no tests list")
         for ti, test in enumerate(cat["tests"]):
+            if test is None:  # DCGM 3.1 puts null between the tests of a category
+                nulls += 1
+                continue
             if not isinstance(test, dict) or "name" not in test:
                 raise UnparseableOutput(f"test_categories[{ci}].tests[{ti}] has no name")
             gpus: dict[str, str] = {}
@@ -72,10 +86,9 @@ def parse_dcgm_diag(text: str) -> dict[str, object]:
             for res in test.get("results") or []:
                 if not isinstance(res, dict):
                     continue
-                if res.get("entity_group", "GPU") != "GPU":
-                    continue
-                gpu = res.get("entity_id", res.get("gpu_id", res.get("gpu_ids")))
-                gpus[str(gpu)] = _status(res.get("status"))
+                status = _status(res.get("status"))
+                for key in _where(res):
+                    gpus[key] = _worst([status, gpus[key]]) if key in gpus else status
                 for w in res.get("warnings") or []:
                     msg = w.get("warning") if isinstance(w, dict) else w
                     if msg:
@@ -89,12 +102,60 @@ def parse_dcgm_diag(text: str) -> dict[str, object]:
                 status = _worst(list(gpus.values()))
             tests.append({"name": str(test["name"]), "category": str(cat.get("category", "")),
                           "status": status, "gpus": gpus, "warnings": warnings})
-    return {"version": version, "format": fmt, "tests": tests,
+    return {"version": version, "format": fmt, "tests": tests, "nulls_skipped": nulls,
             "runtime_error": str(runtime_error) if runtime_error else None}
 
 
+def _where(res: dict[str, object]) -> list[str]:
+    """Which GPUs a result is about: its GPU index, the node (:data:`NODE`) when it names
+    all of them or none, or another entity (``"CPU 0"``) in DCGM 4.x."""
+    group = res.get("entity_group", "GPU")
+    if "entity_id" in res and group != "GPU":
+        return [f"{group} {res['entity_id']}"]
+    ids = res.get("entity_id", res.get("gpu_id", res.get("gpu_ids")))
+    if ids is None or ids == "":
+        return [NODE]
+    if isinstance(ids, str) and "," in ids:
+        return [NODE]  # the deployment tests' one result for every GPU of the run
+    return [str(ids).strip()]
+
+
+def where_text(key: str) -> str:
+    if key == NODE:
+        return "the node (all GPUs; DCGM reports this test once for the whole run, no GPU id)"
+    return f"GPU {key}" if key.isdigit() else key
+
+
 def failing_gpus(test: dict[str, object]) -> list[str]:
+    """Keys of the results that failed or warned: GPU indexes, :data:`NODE`, other entities."""
     return sorted(g for g, s in test["gpus"].items() if s in ("fail", "warn"))  # type: ignore[union-attr]
+
+
+def assess(parsed: dict[str, object]) -> list[dict[str, object]]:
+    """Findings ``{code, severity, message[, test, gpu]}``: a failed or warned test is a
+    failure naming its GPUs (or the node); a skipped, not-run or unknown test verified
+    nothing (``error``); a runtime error or no test at all is an ``error``."""
+    out: list[dict[str, object]] = []
+    if parsed["runtime_error"]:
+        return [{"code": "dcgm_runtime_error", "severity": "error",
+                 "message": f"DCGM diag could not run: {parsed['runtime_error']}"}]
+    for t in parsed["tests"]:  # type: ignore[union-attr]
+        if t["status"] in ("fail", "warn"):
+            keys = failing_gpus(t)
+            where = "; ".join(where_text(k) for k in keys) or "an unnamed entity"
+            msg = "; ".join(t["warnings"][:2])
+            item = {"code": "dcgm_failed", "severity": "fail", "test": t["name"],
+                    "message": f"DCGM {t['name']}: {t['status'].upper()} on {where}" + (f" ({msg})" if msg else "")}
+            if len(keys) == 1 and keys[0].isdigit():
+                item["gpu"] = int(keys[0])
+            out.append(item)
+        elif t["status"] in ("skip", "not_run", "unknown"):
+            # a test that did not run verified nothing: never a pass
+            out.append({"code": "dcgm_not_run", "severity": "error", "test": t["name"],
+                        "message": f"DCGM {t['name']}: {t['status'].replace('_', ' ')}"})
+    if not parsed["tests"]:
+        out.append({"code": "dcgm_not_run", "severity": "error", "message": "DCGM diag reported no tests"})
+    return out
 
 
 def overall(parsed: dict[str, object]) -> str | None:

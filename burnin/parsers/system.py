@@ -1,4 +1,4 @@
-"""Parsers for host tools: kernel log XIDs, ibstat, fio JSON, stress-ng, dpkg-query."""
+"""Parsers for host tools: kernel log XIDs, fio JSON, stress-ng, dpkg-query (ibstat: ``ibstat.py``)."""
 
 import json
 import re
@@ -16,32 +16,6 @@ def parse_kernel_xids(text: str) -> list[dict[str, object]]:
         if m:
             out.append({"pci": m.group(1).lower(), "xid": int(m.group(2)), "line": line.strip()[:300]})
     return out
-
-
-def parse_ibstat(text: str) -> dict[str, dict[str, object]]:
-    """``ibstat`` -> ``{ca: {"ports": {n: {"state", "physical_state", "rate", "link_layer"}}}}``."""
-    cas: dict[str, dict[str, object]] = {}
-    ca = None
-    port = None
-    for line in text.splitlines():
-        m = re.match(r"^CA '([^']+)'", line)
-        if m:
-            ca = {"ports": {}}
-            cas[m.group(1)] = ca
-            port = None
-            continue
-        m = re.match(r"^\s+Port (\d+):\s*$", line)
-        if m and ca is not None:
-            port = {}
-            ca["ports"][int(m.group(1))] = port  # type: ignore[index]
-            continue
-        m = re.match(r"^\s+([A-Za-z ]+):\s*(.*)$", line)
-        if m and ca is not None:
-            key = m.group(1).strip().lower().replace(" ", "_")
-            (port if port is not None else ca)[key] = m.group(2).strip()
-    if not cas and text.strip():
-        raise UnparseableOutput("no \"CA '...'\" blocks in ibstat output")
-    return cas
 
 
 def parse_fio_json(text: str) -> dict[str, float]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from bringup.settings import lab_home
 from bringup.sku import SkuSpec
+from lab.bmcsim.hardware import gpu_serial
 from lab.fleet import Fault, FaultKind, NodeSpec
 
 from .build import build_nvml
@@ -58,8 +59,8 @@ def nvml_profile(node: NodeSpec, sku: SkuSpec, installed: dict[str, Any]) -> dic
         k = f"gpu.{idx}."
         prof.update({
             k + "name": g.model, k + "uuid": _uuid(node.name, phys),
-            k + "serial": str(1650000000000 + int(hashlib.sha256(f"{node.name}{phys}".encode()).hexdigest()[:8], 16)
-                              % 10**9),
+            # the board serial the BMC reports for this GPU: the judge compares the two
+            k + "serial": gpu_serial(node, phys),
             k + "pci_bus_id": f"00000000:{HGX_BUS[phys].upper()}:00.0",
             k + "pci_device_id": DEVICE_IDS[family], k + "pci_subsystem_id": 0x16C110DE,
             k + "vbios": "96.00.99.00.01", k + "arch": 9, k + "memory_total": g.memory_mib * 1024 * 1024,
@@ -92,6 +93,11 @@ def nvml_profile(node: NodeSpec, sku: SkuSpec, installed: dict[str, Any]) -> dic
             n = int(f.value or 1)
             put(f, "ecc.1.0", n)
             put(f, "ecc.1.1", n)
+        elif kind == FaultKind.ECC_AGGREGATE:
+            put(f, "ecc.1.1", int(f.value or 1))  # lifetime only: the volatile count stays 0
+        elif kind == FaultKind.GPU_SERIAL_SWAPPED:
+            # another board in the slot since discovery: same SKU, another serial
+            put(f, "serial", "1655" + gpu_serial(node, _gpu_of(f))[4:])
         elif kind == FaultKind.ROW_REMAP_PENDING:
             put(f, "remap_pending", 1)
             put(f, "remap_unc", 1)
@@ -138,7 +144,7 @@ def tool_profile(node: NodeSpec, sku: SkuSpec, installed: dict[str, Any], nvml: 
         "dcgm_version": str(installed.get("dcgm", "4.2.3")).split("-")[0],
         "nccl_tests_version": str(installed.get("nccl_tests", "2.14.1")),
         "busbw_peak_gbps": peak, "nccl_wrong": 0, "packages": packages, "temp_c": 62, "tool_seconds": 0.2,
-        "hang": [], "garbage": [], "gpuburn_faulty": [], "kernel_log": [
+        "hang": [], "garbage": [], "gpuburn_faulty": [], "gpuburn_no_start": [], "kernel_log": [
             "[    0.000000] Linux version " + str(installed.get("kernel", "")) + " (buildd@lcy02-amd64-001)",
             "[   12.345678] nvidia-nvlink: Nvlink Core is being initialized, major device number 510",
             f"[   13.002101] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  {nvml['driver_version']}",
@@ -153,6 +159,8 @@ def tool_profile(node: NodeSpec, sku: SkuSpec, installed: dict[str, Any], nvml: 
             prof["dcgm_skip"] = {"test": f.test}
         elif f.kind == FaultKind.GPUBURN_FAULTY:
             prof["gpuburn_faulty"].append(_gpu_of(f))
+        elif f.kind == FaultKind.GPUBURN_NO_START:
+            prof["gpuburn_no_start"].append(_gpu_of(f))
         elif f.kind == FaultKind.TOOL_HANGS:
             prof["hang"].append(str(f.value))
         elif f.kind == FaultKind.GARBAGE_OUTPUT:

@@ -170,21 +170,29 @@ def all_reduce_perf(p: dict, argv: list) -> int:
 
 # --- gpu_burn ----------------------------------------------------------------------------
 def gpu_burn(p: dict, argv: list) -> int:
+    """As wilicc/gpu-burn prints it (tests/fixtures/gpu-burn): a GPU whose test cannot start
+    prints "Couldn't init a GPU test", shows 0 work to the end, and is still listed OK."""
     n = p["gpu_count"]
     faulty = set(p.get("gpuburn_faulty", []))
+    no_start = set(p.get("gpuburn_no_start", []))
     for g in range(n):
         print(f"GPU {g}: {p['gpu_name']} (UUID: {p['uuids'][g]})")
     for g in range(n):
+        if g in no_start:
+            print("Couldn't init a GPU test: Error: CUDA_ERROR_UNKNOWN")
+            continue
         print(f"Initialized device {g} with {p['memory_mib']} MB of memory ({p['memory_mib'] - 570} MB available, "
               f"using {int((p['memory_mib'] - 570) * 0.9)} MB of it), using FLOATS")
         print("Results are 268435456 bytes each, thus performing 270 iterations")
     time.sleep(float(p.get("tool_seconds", 0.2)))
-    procd = " - ".join("5400 (51234 Gflop/s)" for _ in range(n))
-    errs = " - ".join("1843  (WARNING!)" if g in faulty else "0" for g in range(n))
     temps = " - ".join(f"{p.get('temp_c', 62) + g % 3} C" for g in range(n))
-    print(f"100.0%  proc'd: {procd}   errors: {errs}   temps: {temps} ")
-    print("\tSummary at:   " + time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime()))
-    print("\nKilling processes with SIGTERM (soft kill)")
+    for pct, done in (("50.0", 2700), ("100.0", 5400)):
+        procd = " - ".join("0 (0 Gflop/s)" if g in no_start else f"{done} (51234 Gflop/s)" for g in range(n))
+        errs = " - ".join("1843  (WARNING!)" if g in faulty else "0" for g in range(n))
+        print(f"{pct}%  proc'd: {procd}   errors: {errs}   temps: {temps} ")
+        print("\tSummary at:   " + time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime()))
+        print()
+    print("Killing processes with SIGTERM (soft kill)")
     print("done\n")
     print(f"Tested {n} GPUs:")
     for g in range(n):

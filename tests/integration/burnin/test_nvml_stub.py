@@ -98,3 +98,21 @@ def test_build_is_cached_by_source_hash(tmp_path):
     a = build_nvml(tmp_path)
     stamp = (a / "libnvidia-ml.so.1").stat().st_mtime_ns
     assert build_nvml(tmp_path) == a and (a / "libnvidia-ml.so.1").stat().st_mtime_ns == stamp
+
+
+def test_concurrent_builds_in_threads_of_one_process_do_not_collide(tmp_path):
+    """The BMC simulator installs nodes in threads of one process: one pid, many builders.
+    Every builder gets the same, complete library; no temporary file is left over."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from lab.gpu.build import LIB_NAME, ensure_built
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        dirs = list(pool.map(lambda _: ensure_built(tmp_path), range(16)))
+    assert len(set(dirs)) == 1
+    lib = dirs[0] / LIB_NAME
+    assert lib.stat().st_size > 0 and (dirs[0] / "libnvidia-ml.so").resolve() == lib.resolve()
+    assert not [p.name for p in dirs[0].iterdir() if p.name.endswith(".tmp")]
+    probe = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])", str(lib)],
+                           capture_output=True, text=True, check=False)
+    assert probe.returncode == 0, probe.stderr

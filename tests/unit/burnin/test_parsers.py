@@ -1,16 +1,24 @@
-"""The agent's parsers against recorded public tool outputs (tests/fixtures/*/README.md)."""
+"""The agent's nccl-tests and host-tool parsers against recorded public outputs
+(tests/fixtures/*/README.md); gpu-burn and DCGM are in test_parsers_gpu.py, ibstat in
+test_parsers_ibstat.py."""
 
 from pathlib import Path
 
 import pytest
 
 from burnin.parsers import UnparseableOutput
-from burnin.parsers.dcgm import failing_gpus, overall, parse_dcgm_diag
-from burnin.parsers.gpuburn import parse_gpu_burn
-from burnin.parsers.nccl import busbw_at_largest, parse_nccl_perf, wrong_total
-from burnin.parsers.system import parse_dpkg_query, parse_ibstat, parse_kernel_xids, parse_stress_ng
+from burnin.parsers.nccl import (
+    assess,
+    busbw_at_largest,
+    error_figures,
+    parse_nccl_perf,
+    strip_launcher,
+    wrong_total,
+)
+from burnin.parsers.system import parse_dpkg_query, parse_kernel_xids, parse_stress_ng
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures"
+LIMITS = {"float": 1e-5, "half": 1e-2}
 
 
 def fixture(*parts: str) -> str:
@@ -60,6 +68,70 @@ def test_nccl_old_layout_has_error_column_not_wrong_counts():
     assert wrong_total(p) is None  # a float error column is not a #wrong count
     assert busbw_at_largest(p, 2) == min(21.50, 21.86)
     assert p["oob_values"] == 0
+    assert p["rows"][0]["error_oop"] == 0.0 and p["rows"][0]["type"] == "float"
+    assert error_figures(p, LIMITS) == {"max": 0.0, "over": 0, "unknown_types": []}
+    assert assess(p, LIMITS) == []
+
+
+def test_nccl_pre_hash_layout_keeps_the_failed_trailer_and_judges_the_error_column():
+    # nccl-tests issue #37 (2020): no '#' on the header nor on "Out of bounds values : 2 FAILED"
+    p = parse_nccl_perf(fixture("nccl-tests", "issue37-pre-hash-allgather-oob-failed.txt"))
+    assert [r["size"] for r in p["rows"]] == [4294967296]
+    assert p["oob_values"] == 2 and p["oob_ok"] is False
+    assert p["avg_busbw"] == 128.942
+    assert p["rows"][0]["error_oop"] == 1.0 and p["rows"][0]["error_ip"] == 1.0
+    codes = {f["code"]: f for f in assess(p, LIMITS)}
+    assert set(codes) == {"nccl_oob", "nccl_error_high"}
+    assert all(f["severity"] == "fail" for f in codes.values())
+    assert error_figures(p, LIMITS)["over"] == 2
+
+
+def test_nccl_error_column_judged_against_the_limit_of_its_type():
+    p = parse_nccl_perf(fixture("nccl-tests", "aws-efa-eks-old-layout-tag-output.txt"))
+    assert error_figures(p, LIMITS)["max"] == 5e-07  # below float's 1e-5: healthy
+    assert error_figures(p, {"float": 1e-7})["over"] > 0  # the same rows against a tighter limit fail
+    unknown = error_figures(p, {"half": 1e-2})
+    assert unknown["unknown_types"] == ["float"] and unknown["over"] == 0
+    # a type with no limit is never judged as within bounds
+    assert [f["code"] for f in assess(p, {"half": 1e-2})] == ["nccl_error_unjudged"]
+
+
+def test_nccl_openmpi_tag_output_with_other_ranks_interleaved():
+    p = parse_nccl_perf(fixture("nccl-tests", "aws-efa-eks-old-layout-tag-output.txt"))
+    assert len(p["rows"]) == 28 and p["rows"][0]["size"] == 8 and p["rows"][-1]["size"] == 1073741824
+    assert p["layout"] == "error" and p["oob_values"] == 0
+    assert busbw_at_largest(p, 1) == 32.84
+
+
+def test_nccl_openmpi_tag_output_drops_stderr_and_reads_the_version():
+    p = parse_nccl_perf(fixture("nccl-tests", "ebpf-tag-output-2.18-rtx5090.txt"))
+    assert len(p["rows"]) == 8 and p["tests_version"] == "2.18.0"
+    assert p["layout"] == "wrong" and wrong_total(p) == 0 and p["validated"] is True
+    assert busbw_at_largest(p, 1) == 2.31
+    assert strip_launcher("[1,0]<stderr>:Authorization required") is None
+
+
+def test_nccl_p5_tag_output_rows():
+    p = parse_nccl_perf(fixture("nccl-tests", "awsome-batch-p5-tag-output.txt"))
+    assert len(p["rows"]) == 32 and p["avg_busbw"] == 156.742
+    assert busbw_at_largest(p, 2) == 480.43  # 8G: max(480.43, 480.36); 16G: 483.35; worst of the two
+    assert assess(p, LIMITS) == []
+
+
+def test_nccl_skypilot_and_openmpi_prefixes_stacked():
+    p = parse_nccl_perf(fixture("nccl-tests", "skypilot-gke-h200-allgather-prefixed.txt"))
+    assert len(p["rows"]) == 24 and p["rows"][0]["size"] == 1024
+    assert p["rows"][-1]["busbw_ip"] == 332.58 and p["oob_values"] == 0
+    assert busbw_at_largest(p, 1) == 332.58
+    assert strip_launcher("(worker1, rank=1, pid=2769, ip=10.100.10.12) Worker nodes") == "Worker nodes"
+
+
+def test_nccl_run_without_validation_is_never_a_pass():
+    # superbenchmark's recorded run with -c 0: error column N/A and "validation: 0"
+    p = parse_nccl_perf(fixture("nccl-tests", "superbench-allreduce-na-error.txt"))
+    assert p["validated"] is False and p["oob_values"] == 0
+    assert [f["code"] for f in assess(p, LIMITS)] == ["nccl_not_validated"]
+    assert assess(p, LIMITS)[0]["severity"] == "error"
 
 
 def test_nccl_info_lines_without_table_is_unparseable():
@@ -84,69 +156,6 @@ def test_nccl_garbage_rejected():
         parse_nccl_perf("Segmentation fault (core dumped)\n#### $$$ 12 13\n")
 
 
-# --- DCGM ---------------------------------------------------------------------------------
-def test_dcgm4_real_capture_fail_is_a_failure():
-    p = parse_dcgm_diag(fixture("dcgm", "dcgm4-gb10-level1.json"))
-    assert p["format"] == "4.x" and p["version"] == "4.2.3"
-    (t,) = p["tests"]
-    assert t["name"] == "software" and t["category"] == "Deployment" and t["status"] == "fail"
-    assert failing_gpus(t) == ["0"]
-    assert "Persistence mode" in t["warnings"][0]
-    assert overall(p) == "fail"
-
-
-def test_dcgm3_skip_is_never_pass():
-    p = parse_dcgm_diag("Successfully ran diagnostic for group.\n" + fixture("dcgm", "dcgm3-t400-level3-excerpt.json"))
-    assert p["format"] == "3.x"
-    assert [t["name"] for t in p["tests"]] == ["PCIe", "GPU Memory", "Diagnostic", "EUD Test", "Targeted Stress"]
-    assert {t["status"] for t in p["tests"]} == {"skip"}
-    assert overall(p) == "skip"
-
-
-@pytest.mark.parametrize("text", ["", "Error: unable to connect to host engine", "{\"foo\": 1}", "{not json"])
-def test_dcgm_unknown_documents_rejected(text):
-    with pytest.raises(UnparseableOutput):
-        parse_dcgm_diag(text)
-
-
-def test_dcgm_not_run_and_unknown_status_words_are_not_pass():
-    doc = ('{"DCGM Diagnostic": {"test_categories": [{"category": "Hardware", "tests": ['
-           '{"name": "memory", "results": [{"entity_group": "GPU", "entity_id": 0, "status": "Pass"},'
-           '{"entity_group": "GPU", "entity_id": 1, "status": "Not Run"}]},'
-           '{"name": "pcie", "results": [{"entity_group": "GPU", "entity_id": 0, "status": "Inconclusive"}]}]}]}}')
-    p = parse_dcgm_diag(doc)  # constructed: statuses from the DCGM docs' vocabulary
-    assert [t["status"] for t in p["tests"]] == ["not_run", "unknown"]
-
-
-# --- gpu-burn -------------------------------------------------------------------------------
-def test_gpuburn_faulty_while_exit_zero():
-    p = parse_gpu_burn(fixture("gpu-burn", "issue12-faulty-16gpu.txt"))
-    assert p["tested"] == 16
-    assert set(p["gpus"].values()) == {"FAULTY"}
-    assert p["errors"][1] == -524288000 and p["errors"][0] == 0
-    assert p["temps_c"][:3] == [51, 45, 48]
-
-
-def test_gpuburn_ok():
-    p = parse_gpu_burn(fixture("gpu-burn", "issue124-ok-1gpu.txt"))
-    assert p == {"tested": 1, "gpus": {0: "OK"}, "errors": [], "died": [], "temps_c": [], "aborted": False}
-
-
-def test_gpuburn_truncated_summary_is_unparseable():
-    with pytest.raises(UnparseableOutput, match="8 GPUs tested but lists 4"):
-        parse_gpu_burn(fixture("gpu-burn", "issue123-truncated-8gpu.txt"))
-
-
-def test_gpuburn_died_and_aborted():
-    p = parse_gpu_burn(fixture("gpu-burn", "issue69-died.txt"))
-    assert p["aborted"] is True and p["died"] == list(range(8))
-
-
-def test_gpuburn_without_summary_is_unparseable():
-    with pytest.raises(UnparseableOutput):
-        parse_gpu_burn("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-x)\n10.0%  proc'd: 1 (1 Gflop/s)   errors: 0   temps: 40 C\n")
-
-
 # --- host tools (constructed inputs in the documented formats) ---------------------------------
 def test_kernel_xid_lines():
     # the line shape from the NVIDIA XID docs, quoted in /work/shared/samples/README.md
@@ -154,17 +163,6 @@ def test_kernel_xid_lines():
            "[4242.4] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n"
            "[4243.1] NVRM: Xid (PCI:0000:5d:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable DBE\n")
     assert [(x["pci"], x["xid"]) for x in parse_kernel_xids(log)] == [("0000:3b:00", 79), ("0000:5d:00", 48)]
-
-
-def test_ibstat_blocks():
-    text = ("CA 'mlx5_0'\n\tCA type: MT4129\n\tNumber of ports: 1\n\tPort 1:\n\t\tState: Active\n"
-            "\t\tPhysical state: LinkUp\n\t\tRate: 400\n\t\tLink layer: InfiniBand\n"
-            "CA 'mlx5_1'\n\tPort 1:\n\t\tState: Down\n\t\tRate: 10\n")
-    cas = parse_ibstat(text)
-    assert cas["mlx5_0"]["ports"][1]["state"] == "Active" and cas["mlx5_0"]["ports"][1]["rate"] == "400"
-    assert cas["mlx5_1"]["ports"][1]["state"] == "Down"
-    with pytest.raises(UnparseableOutput):
-        parse_ibstat("ibwarn: [1234] umad_init: can't read ABI version\n")
 
 
 def test_stress_ng_metrics_recorded_here():

@@ -47,3 +47,20 @@ def test_bad_plans_refused(plan):
 
 
 
+
+
+def test_document_is_handed_over_before_and_after_every_check(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    sysfs(tmp_path, {"mlx5_0": ("4: ACTIVE", "400 Gb/sec (4X NDR)")})
+    seen = []
+    doc = run_plan({"schema_version": 1, "checks": ["network", "no_such_check"], "sysfs_root": str(tmp_path),
+                    "expect": {"ib_ports": 1, "ib_rate_gbps": 400}}, on_update=seen.append)
+    first, before_net, after_net, before_bogus, after_bogus = seen
+    assert first["partial"] and first["running"] is None and first["pending"] == ["network", "no_such_check"]
+    assert first["summary"]["status"] == "incomplete" and first["summary"]["unfinished"] == "network"
+    assert before_net["running"] == "network" and before_net["checks"] == []
+    assert after_net["running"] is None and [c["name"] for c in after_net["checks"]] == ["network"]
+    assert before_bogus["running"] == "no_such_check" and before_bogus["pending"] == []
+    assert after_bogus["partial"] and len(after_bogus["checks"]) == 2
+    assert doc["partial"] is False and doc["running"] is None and doc["finished"]
+    assert doc["summary"]["status"] == "fail" and "unfinished" not in doc["summary"]
