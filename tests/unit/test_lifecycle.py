@@ -188,13 +188,13 @@ def test_reburnin_enters_draining_and_comes_back_through_validating():
 def test_only_the_lifecycle_writes_the_stage():
     """No other module of the library or the flows passes a stage to a NetBox write."""
     offenders = []
-    for path in [*REPO.joinpath("bringup").rglob("*.py"), *REPO.joinpath("flows").rglob("*.py")]:
-        if path.name in ("lifecycle.py", "records.py"):
+    for src in [*REPO.joinpath("bringup").rglob("*.py"), *REPO.joinpath("flows").rglob("*.py")]:
+        if src.name in ("lifecycle.py", "records.py"):
             continue
-        text = path.read_text()
-        literal = "bringup_stage" in text and path.name != "netbox_adapter.py"  # the adapter maps the field
+        text = src.read_text()
+        literal = "bringup_stage" in text and src.name != "netbox_adapter.py"  # the adapter maps the field
         if re.search(r"(update_node|\.write)\([^)]*\bstage=", text) or literal:
-            offenders.append(str(path.relative_to(REPO)))
+            offenders.append(str(src.relative_to(REPO)))
     assert offenders == []
 
 
