@@ -95,8 +95,9 @@ def test_ssh_drop_mid_burnin_is_a_clear_failure(served, fake_agent):
     assert good.rc == 0 and good.document["fake"]
     t0 = time.monotonic()
     with pytest.raises(SSHError) as exc:
-        run_burnin("flaky", lab.host("flaky"), {"sleep": 30}, lab.access, timeout_s=60, agent_dir=fake_agent)
-    assert time.monotonic() - t0 < 25  # dropped, not run to completion
+        run_burnin("flaky", lab.host("flaky"), {"sleep": 150}, lab.access, timeout_s=240, agent_dir=fake_agent)
+    # dropped, not run to completion (a wide margin: a loaded 2-core machine took 37 s)
+    assert time.monotonic() - t0 < 120
     msg = str(exc.value)
     assert "node flaky: the SSH connection dropped during burn-in" in msg
     assert "not passed" in msg
