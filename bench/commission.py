@@ -95,14 +95,14 @@ class PeakRss(threading.Thread):
 
     def __init__(self, roots: list[int]) -> None:
         super().__init__(daemon=True)
-        self.roots, self.peak, self._stop = roots, 0.0, threading.Event()
+        self.roots, self.peak, self._halt = roots, 0.0, threading.Event()
 
     def run(self) -> None:
-        while not self._stop.wait(0.25):
+        while not self._halt.wait(0.25):
             self.peak = max(self.peak, tree_rss_mib(self.roots))
 
     def stop(self) -> float:
-        self._stop.set()
+        self._halt.set()
         self.join()
         return max(self.peak, tree_rss_mib(self.roots))
 
