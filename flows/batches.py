@@ -14,7 +14,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
-
 from prefect import get_run_logger
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import WorkerFilter, WorkerFilterStatus
