@@ -214,10 +214,16 @@ def _gate(name: str) -> Gate | None:
     with _lock:
         gate = _gates.get(name)
     if gate is None:
-        try:
-            limit = _shared_client().read_global_concurrency_limit_by_name(name).limit
-        except ObjectNotFound:  # the server will not enforce it either
-            return None
+        for attempt in range(8):
+            try:
+                limit = _shared_client().read_global_concurrency_limit_by_name(name).limit
+                break
+            except ObjectNotFound:  # the server will not enforce it either
+                return None
+            except PrefectHTTPStatusError as exc:
+                if not _busy(exc) or attempt == 7:
+                    raise
+                time.sleep(min(0.1 * 2 ** attempt, MAX_POLL_SECONDS))
         with _lock:
             gate = _gates.setdefault(name, Gate(max(1, limit)))
     return gate
@@ -262,6 +268,12 @@ def _on_wire() -> Iterator[None]:
             yield
 
 
+def _busy(exc: PrefectHTTPStatusError) -> bool:
+    """A 5xx: the server (or its database pool, measured at 1,000 nodes) is overloaded for
+    now; the same request succeeds a moment later."""
+    return exc.response.status_code >= 500
+
+
 def _increment(client, names: list[str], lease_seconds: float) -> str | None:
     """Take one slot of each limit on the server, waiting as long as it takes; returns
     the lease id."""
@@ -273,7 +285,7 @@ def _increment(client, names: list[str], lease_seconds: float) -> str | None:
             return resp.json().get("lease_id")
         except PrefectHTTPStatusError as exc:
             status = exc.response.status_code
-            if status == 503:  # the server's database is busy: try again soon
+            if _busy(exc):  # the server or its database is busy: try again soon
                 busy += 1
                 time.sleep(min(0.05 * 2 ** busy, MAX_POLL_SECONDS) * random.uniform(0.5, 1.0))
                 continue
@@ -302,7 +314,7 @@ def _release(client, lease_id: str) -> None:
         except PrefectHTTPStatusError as exc:
             if exc.response.status_code == 404:  # expired already: nothing to give back
                 return
-            if exc.response.status_code != 503:
+            if not _busy(exc):
                 raise
             time.sleep(0.05 * 2 ** attempt)
     # still busy: the lease expires by itself after LEASE_SECONDS

@@ -36,6 +36,11 @@ def prefect_env(home: Path, port: int = PREFECT_PORT, database_url: str | None =
     url = database_url or f"sqlite+aiosqlite:///{home}/prefect.db"
     env["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = url
     env["PREFECT_SERVER_DATABASE_DRIVER"] = url.split("://", 1)[0]
+    if url.startswith("postgresql"):
+        # a commission of 1,000 nodes keeps more than SQLAlchemy's default 5 (+10)
+        # connections busy: requests then waited 30 s and failed with 500 (measured)
+        env["PREFECT_SERVER_DATABASE_SQLALCHEMY_POOL_SIZE"] = "20"
+        env["PREFECT_SERVER_DATABASE_SQLALCHEMY_MAX_OVERFLOW"] = "20"
     return env
 
 
