@@ -153,11 +153,13 @@ def child(n: int, workers: int, rack_size: int, durations: dict[str, float], tra
     rss.start()
     flow = commission.with_options(task_runner=ThreadPoolTaskRunner(max_workers=64))
     t = time.monotonic()
-    rows = flow(site="bench", batches=workers, batch_deployment="bench-batch/bench")
-    wall = time.monotonic() - t
-    peak = rss.stop()
-    for name in names:
-        procs.stop(name, home / "run")
+    try:
+        rows = flow(site="bench", batches=workers, batch_deployment="bench-batch/bench")
+    finally:  # a failed run must not leave workers behind to take the next run's batches
+        wall = time.monotonic() - t
+        peak = rss.stop()
+        for name in names:
+            procs.stop(name, home / "run")
     spans = []
     for f in trace_dir.glob("*.jsonl"):
         spans += [json.loads(line) for line in f.read_text().splitlines()]
