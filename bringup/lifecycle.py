@@ -170,6 +170,11 @@ REBURNIN_TAG = "bringup-reburnin"
 PROGRESS = "progress"
 
 
+def _index(node: Any, fields: dict[str, Any]) -> dict[str, Any]:
+    """The evidence index as it will be after this write: the one being written, else the node's."""
+    return dict(fields.get("bringup_evidence") or node.custom_fields.get("bringup_evidence") or {})
+
+
 @dataclass
 class Lifecycle:
     """The engine over :data:`TABLE`: runs a state's steps through ``steps`` (step name ->
@@ -248,7 +253,7 @@ class Lifecycle:
             self._transition(node, state, handler.success, status=handler.status, fields=fields)
             result.state = handler.success.value
         else:
-            index = dict(fields.get("bringup_evidence") or node.custom_fields.get("bringup_evidence") or {})
+            index = _index(node, fields)
             prog = dict(index.get(PROGRESS) or {})
             prog = {state.value: [*prog.get(state.value, []), step]}
             fields["bringup_evidence"] = {**index, PROGRESS: prog}
@@ -262,7 +267,7 @@ class Lifecycle:
                     remove_tags: tuple[str, ...] = ()) -> None:
         check(src, dst)
         fields = dict(fields or {})
-        index = dict(fields.get("bringup_evidence") or node.custom_fields.get("bringup_evidence") or {})
+        index = _index(node, fields)
         if index.get(PROGRESS):
             index[PROGRESS] = {}
             fields["bringup_evidence"] = index
