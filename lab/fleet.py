@@ -80,6 +80,7 @@ class FaultKind(StrEnum):
     MISSING_TOOL = "missing_tool"            # value: tool name (dcgmi, all_reduce_perf, ...)
     TOOL_HANGS = "tool_hangs"                # value: tool name
     GARBAGE_OUTPUT = "garbage_output"        # value: tool name
+    TRUNCATED_OUTPUT = "truncated_output"    # value: tool name; its output stops part-way, exit 0
     # provisioning
     NEVER_RETURNS = "never_returns"          # node never comes back after the OS install
     SSH_DROP = "ssh_drop"                    # SSH connection dropped mid burn-in

@@ -144,7 +144,7 @@ def tool_profile(node: NodeSpec, sku: SkuSpec, installed: dict[str, Any], nvml: 
         "dcgm_version": str(installed.get("dcgm", "4.2.3")).split("-")[0],
         "nccl_tests_version": str(installed.get("nccl_tests", "2.14.1")),
         "busbw_peak_gbps": peak, "nccl_wrong": 0, "packages": packages, "temp_c": 62, "tool_seconds": 0.2,
-        "hang": [], "garbage": [], "gpuburn_faulty": [], "gpuburn_no_start": [], "kernel_log": [
+        "hang": [], "garbage": [], "truncated": [], "gpuburn_faulty": [], "gpuburn_no_start": [], "kernel_log": [
             "[    0.000000] Linux version " + str(installed.get("kernel", "")) + " (buildd@lcy02-amd64-001)",
             "[   12.345678] nvidia-nvlink: Nvlink Core is being initialized, major device number 510",
             f"[   13.002101] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  {nvml['driver_version']}",
@@ -165,6 +165,8 @@ def tool_profile(node: NodeSpec, sku: SkuSpec, installed: dict[str, Any], nvml: 
             prof["hang"].append(str(f.value))
         elif f.kind == FaultKind.GARBAGE_OUTPUT:
             prof["garbage"].append(str(f.value))
+        elif f.kind == FaultKind.TRUNCATED_OUTPUT:
+            prof["truncated"].append(str(f.value))
         elif f.kind == FaultKind.XID:
             code = int(f.value or 79)
             bus = HGX_BUS[_gpu_of(f)]

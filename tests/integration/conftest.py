@@ -1,4 +1,4 @@
-"""A whole lab for the flow tests: real NetBox and Prefect (session fixtures of
+"""A whole lab for the flow tests and the fault suite: real NetBox and Prefect (session fixtures of
 tests/conftest.py) plus this fleet's simulated BMCs, nodes (real sshd) and Kubernetes
 API, all on loopback addresses of their own."""
 
@@ -16,7 +16,7 @@ from bringup.sku import load_skus, nic_counts
 from lab.fleet import load_fleet
 from lab.seed import seed
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 FLEET = REPO / "tests" / "fixtures" / "fleets" / "flow8.yaml"
 KUBE_LISTEN = "127.0.0.1:56453"
 
@@ -26,33 +26,38 @@ def flow_fleet():
     return load_fleet(FLEET, nic_counts(load_skus()))
 
 
-@pytest.fixture(scope="session")
-def flow_lab(tmp_path_factory, flow_fleet, netbox_server, prefect_server, lab_paths):
-    """Start the simulators for flow8.yaml under a private home; yield the settings path."""
+def start_fleet_lab(home: Path, fleet, fleet_path: Path, kube_listen: str, *, netbox_url: str,
+                    netbox_token_file: Path, prefect_api_url: str):
+    """Start the simulators (BMCs, nodes, Kubernetes API) of one fleet under ``home`` and
+    write its settings file. Returns (settings path, stop function)."""
     from lab import procs
     from lab.supervisor import SIM_SERVICES
 
-    home = tmp_path_factory.mktemp("flowlab")
     run, logs = home / "run", home / "logs"
     started = []
+
+    def stop() -> None:
+        for name in reversed(started):
+            procs.stop(name, run)
+
     for svc in SIM_SERVICES:
-        argv = [sys.executable, "-m", f"lab.{svc.module}", "serve", "--fleet", str(FLEET), "--home", str(home)]
+        argv = [sys.executable, "-m", f"lab.{svc.module}", "serve", "--fleet", str(fleet_path), "--home", str(home)]
         if svc.module == "kubeapi":
-            argv += ["--listen", KUBE_LISTEN]
+            argv += ["--listen", kube_listen]
         procs.start(svc.name, argv, run_dir=run, log_dir=logs, cwd=REPO)
         started.append(svc.name)
-    host, port = KUBE_LISTEN.split(":")
-    procs.wait_until(lambda: all(procs.port_open(n.bmc_address, n.bmc_port) for n in flow_fleet.nodes),
+    host, port = kube_listen.split(":")
+    procs.wait_until(lambda: all(procs.port_open(n.bmc_address, n.bmc_port) for n in fleet.nodes),
                      timeout=60, what="BMC simulator", log=logs / "bmcsim.log")
     procs.wait_until(lambda: procs.port_open(host, int(port)) and (home / "kube" / "kubeconfig").exists(),
                      timeout=60, what="Kubernetes API stand-in", log=logs / "kubeapi.log")
     procs.wait_until(lambda: (home / "secrets" / "known_hosts").exists(), timeout=60, what="simulated nodes",
                      log=logs / "nodes.log")
     settings = {
-        "site": flow_fleet.site,
-        "netbox_url": netbox_server.url(58081),
-        "netbox_token_file": str(lab_paths.secrets / "netbox-token"),
-        "prefect_api_url": prefect_server.api_url,
+        "site": fleet.site,
+        "netbox_url": netbox_url,
+        "netbox_token_file": str(netbox_token_file),
+        "prefect_api_url": prefect_api_url,
         "bmc_credentials_file": str(home / "secrets" / "bmc.yaml"),
         "bmc_ca_bundle": str(home / "pki" / "ca.pem"),
         "bmc_port": 8443,
@@ -64,9 +69,18 @@ def flow_lab(tmp_path_factory, flow_fleet, netbox_server, prefect_server, lab_pa
     }
     path = home / "config.yaml"
     path.write_text(yaml.safe_dump(settings))
+    return path, stop
+
+
+@pytest.fixture(scope="session")
+def flow_lab(tmp_path_factory, flow_fleet, netbox_server, prefect_server, lab_paths):
+    """Start the simulators for flow8.yaml under a private home; yield the settings path."""
+    home = tmp_path_factory.mktemp("flowlab")
+    path, stop = start_fleet_lab(home, flow_fleet, FLEET, KUBE_LISTEN, netbox_url=netbox_server.url(58081),
+                                 netbox_token_file=lab_paths.secrets / "netbox-token",
+                                 prefect_api_url=prefect_server.api_url)
     yield path
-    for name in reversed(started):
-        procs.stop(name, run)
+    stop()
 
 
 @pytest.fixture(scope="session")
@@ -93,3 +107,27 @@ def seeded(flow_env, flow_fleet, netbox_server, postgres, netbox_url, netbox_tok
     nb.apply_schema(load_schema())
     seed(nb, flow_fleet, load_skus())
     return nb
+
+
+# --- the fault suite's fleet (tests/integration/faults) ----------------------------------------
+FAULT_FLEET = REPO / "tests" / "fixtures" / "fleets" / "faults.yaml"
+FAULT_KUBE_LISTEN = "127.0.0.1:56455"
+
+
+@pytest.fixture(scope="session")
+def fault_fleet():
+    return load_fleet(FAULT_FLEET, nic_counts(load_skus()))
+
+
+@pytest.fixture(scope="session")
+def fault_lab(tmp_path_factory, fault_fleet, seeded, netbox_server, prefect_server, lab_paths):
+    """Simulators of faults.yaml beside flow8's, its site seeded into the same test NetBox
+    (after flow8, so neither seeding wipes the other); yields the settings path."""
+    seed(seeded, fault_fleet, load_skus())
+    home = tmp_path_factory.mktemp("faultlab")
+    path, stop = start_fleet_lab(home, fault_fleet, FAULT_FLEET, FAULT_KUBE_LISTEN,
+                                 netbox_url=netbox_server.url(58081),
+                                 netbox_token_file=lab_paths.secrets / "netbox-token",
+                                 prefect_api_url=prefect_server.api_url)
+    yield path
+    stop()
