@@ -201,11 +201,12 @@ def test_netbox_records_claim_rereads_after_a_412_and_sees_the_rival():
 
 
 # --- the lifecycle's fence -------------------------------------------------------------------------
+def ok(step):
+    return lambda node, params: StepResult(node=node.name, step=step, ok=True)
+
+
 def ok_steps(**override):
-    fns = {name: (lambda step: lambda node, params: StepResult(node=node.name, step=step, ok=True))(name)
-           for name in STEP_NAMES}
-    fns.update(override)
-    return fns
+    return {**{name: ok(name) for name in STEP_NAMES}, **override}
 
 
 def test_a_run_whose_lease_was_taken_over_mid_step_records_nothing():
@@ -231,9 +232,8 @@ def test_a_step_does_not_start_on_a_node_another_run_holds():
     called = []
     lc = Lifecycle(steps=ok_steps(discover=lambda node, params: called.append(1)), records=rec)
     assert lc.acquire("n1", B) is None
-    assert lc.acquire("n1", A) == LeaseHeld("n1", B.holder, B.run, B.host,
-                                           *(lambda lease: (lease.since, lease.expires))(
-                                               Lease.parse(rec.lease(rec.node("n1")))))
+    theirs = Lease.parse(rec.lease(rec.node("n1")))
+    assert lc.acquire("n1", A) == LeaseHeld("n1", B.holder, B.run, B.host, theirs.since, theirs.expires)
     for holder in (A.holder, None):   # a run with leases, and a one-off command without
         with pytest.raises(LeaseLost, match="held by run run-b|taken by run run-b"):
             lc.run_step("n1", State.PLANNED, "discover", holder=holder)
