@@ -18,6 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from bringup import lease as leases
 from bringup.evidence import EvidenceStore, Ref
 from bringup.lifecycle import STEP_NAMES, Lifecycle
 from bringup.results import NodeReport, StepResult
@@ -41,10 +42,14 @@ def node_name(i: int, rack_size: int) -> tuple[str, str]:
 
 
 class FileRecords:
-    """Node records as one JSON file per node (written atomically)."""
+    """Node records as one JSON file per node (written atomically). A node's lease is a
+    field of its file like any other, its read-modify-writes serialised by one lock per
+    process: the stand-in of NetBox's compare-and-swap, enough where each node is walked
+    in one process (the bench's child runs take whole racks)."""
 
     def __init__(self, home: Path) -> None:
         self.home = home
+        self._lock = threading.Lock()
 
     def _path(self, name: str) -> Path:
         return self.home / "nodes" / f"{name}.json"
@@ -67,6 +72,10 @@ class FileRecords:
         return sorted(p.stem for p in (self.home / "nodes").glob("*.json"))
 
     def write(self, node, *, stage=None, status=None, fields=None, add_tags=(), remove_tags=()) -> None:
+        with self._lock:  # a lease renewal may rewrite the same file meanwhile
+            self._write(node, stage, status, fields, add_tags, remove_tags)
+
+    def _write(self, node, stage, status, fields, add_tags, remove_tags) -> None:
         cur = self.node(node.name)
         cur.stage = stage or cur.stage
         cur.status = status or cur.status
@@ -74,6 +83,25 @@ class FileRecords:
         cur.tags = sorted((set(cur.tags) | set(add_tags)) - set(remove_tags))
         self._save(cur)
         node.stage, node.custom_fields = cur.stage, cur.custom_fields
+
+    def lease(self, node) -> Any:
+        return self.node(node.name).custom_fields.get(leases.FIELD)
+
+    def _swap(self, node, change):
+        with self._lock:
+            new, result = change(self.lease(node))
+            if new is not leases.KEEP:
+                self._write(node, None, None, {leases.FIELD: new}, (), ())
+            return result
+
+    def claim(self, node, me, ttl):
+        return self._swap(node, lambda cur: leases.claim_change(node.name, cur, me, leases.utcnow(), ttl))
+
+    def renew(self, node, holder, ttl):
+        return self._swap(node, lambda cur: leases.renew_change(node.name, cur, holder, leases.utcnow(), ttl))
+
+    def release(self, node, holder):
+        self._swap(node, lambda cur: leases.release_change(cur, holder))
 
     def journal(self, node, text: str, kind: str = "info") -> None:
         pass  # the bench measures orchestration; NetBox's journal is not part of it

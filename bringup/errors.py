@@ -106,6 +106,12 @@ class RequestError(AdapterError):
     """The system refused this request (4xx other than auth/404/409): retrying will not help."""
 
 
+class PreconditionFailed(AdapterError):
+    """A conditional write (If-Match) found the object changed since it was read (412).
+    Not transient: the writer reads again and decides again (a lost race is a value to
+    handle, not a call to repeat as it was)."""
+
+
 # NetBox: our source of truth. Any NetBox trouble is on the controller's side: a node is
 # never blamed because NetBox is down or refused a write.
 class NetBoxError(AdapterError, ControllerFault):
@@ -125,6 +131,10 @@ class NetBoxNotFound(NetBoxError, NotFoundError):
 
 
 class NetBoxRequestError(NetBoxError, RequestError):
+    pass
+
+
+class NetBoxPreconditionFailed(NetBoxError, PreconditionFailed):
     pass
 
 

@@ -21,6 +21,11 @@ of ``draining``. A rerun resumes in the state NetBox records, skipping the steps
 state whose evidence it already holds. ``force`` restarts a node from ``planned``,
 draining it first if it serves.
 
+One run holds a node at a time (its lease, :mod:`bringup.lease`): a run that holds
+leases passes its holder id to :meth:`Lifecycle.run_step`, which re-reads the lease
+before it records a result and refuses (:class:`~bringup.lease.LeaseLost`) when the run
+no longer holds the node.
+
 Which errors are whose: a :class:`~bringup.errors.TransientError` is raised to the
 orchestrator, which retries; a :class:`~bringup.errors.ControllerFault` (our settings,
 credentials, services) holds the node where it is with the reason and is raised; any
@@ -35,6 +40,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+from . import lease as leases
 from .errors import BringupError, ConfigError, ControllerFault, TransientError
 from .results import Evidence, NodeReport, StepResult
 
@@ -161,6 +167,11 @@ class Records(Protocol):
     def journal(self, node: Any, text: str, kind: str = "info") -> None: ...
     def put_evidence(self, node: Any, evidence: list[Evidence]) -> dict[str, Any]: ...
     def report(self, node: Any, verdict: str) -> NodeReport: ...
+    # the node's lease (see bringup.lease): each one compare-and-swap
+    def lease(self, node: Any) -> Any: ...
+    def claim(self, node: Any, me: leases.Claimant, ttl: float) -> leases.LeaseHeld | None: ...
+    def renew(self, node: Any, holder: str, ttl: float) -> str | None: ...
+    def release(self, node: Any, holder: str) -> None: ...
 
 
 #: a step function: (node record, run parameters) -> result
@@ -186,6 +197,8 @@ class Lifecycle:
     on_quarantine: Callable[[Any, str], str] = lambda node, reason: "not in the cluster"
     on_drain: Callable[[Any], str] | None = None
     table: Mapping[State, Handler] = field(default_factory=lambda: TABLE)
+    #: (node, holder) -> the node's record, for the renewals of a lease this process holds
+    _leased: dict[tuple[str, str], Any] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         missing = sorted(set(STEP_NAMES) - set(self.steps))
@@ -214,9 +227,11 @@ class Lifecycle:
         return prog if isinstance(prog, dict) else {}
 
     # --- running a step ----------------------------------------------------------------------------
-    def run_step(self, name: str, state: State | str, step: str, params: Mapping[str, Any] | None = None) -> StepResult:
+    def run_step(self, name: str, state: State | str, step: str, params: Mapping[str, Any] | None = None,
+                 *, holder: str | None = None) -> StepResult:
         """Run ``step`` of ``state`` for one node and record its result. Returns the result
-        with ``state`` set to where the node is now."""
+        with ``state`` set to where the node is now. ``holder``: the lease this run holds
+        on the node; without one, the step runs only if no other run holds the node."""
         state = State(state)
         handler = self.table.get(state)
         if handler is None or step not in [s.name for s in handler.steps]:
@@ -226,6 +241,7 @@ class Lifecycle:
         if current != state:
             raise LifecycleError(f"{name} is {current}, not {state}: another run moved it",
                                  hint="look at the node's journal in NetBox; one run per node")
+        self._fence(name, node.custom_fields.get(leases.FIELD), holder)
         try:
             result = self.steps[step](node, params or {})
         except TransientError:
@@ -236,7 +252,16 @@ class Lifecycle:
         except BringupError as exc:  # the node's own failure: a result, not a crash
             result = StepResult(node=name, step=step, ok=False, summary=f"{step} failed: {exc}",
                                 reasons=[f"{step} did not finish: {exc}"])
+        # the step may have taken long: record only if the node is still this run's
+        self._fence(name, self.records.lease(node), holder)
         return self._record(node, state, handler, step, result)
+
+    @staticmethod
+    def _fence(name: str, current: Any, holder: str | None) -> None:
+        why = leases.fence(name, current, holder, leases.utcnow())
+        if why:
+            raise leases.LeaseLost(f"{why}: this run records nothing for {name}",
+                                   hint="the run holding the node carries on; see its lease in NetBox")
 
     def _record(self, node: Any, state: State, handler: Handler, step: str, result: StepResult) -> StepResult:
         fields = dict(result.fields)
@@ -321,6 +346,24 @@ class Lifecycle:
             return state
         self._transition(node, state, State.DRAINING, status="staged")
         return State.DRAINING
+
+    # --- leases: one run holds a node at a time ------------------------------------------------------
+    def acquire(self, name: str, me: leases.Claimant, ttl: float = leases.TTL_S) -> leases.LeaseHeld | None:
+        """Take the node's lease for ``me``; who holds it instead, when another live run does."""
+        node = self.records.node(name)
+        held = self.records.claim(node, me, ttl)
+        if held is None:  # renewals reuse this record: a full node read costs several requests
+            self._leased[(name, me.holder)] = node
+        return held
+
+    def renew(self, name: str, holder: str, ttl: float = leases.TTL_S) -> str | None:
+        """Push the lease's expiry on; why it was lost, when it no longer is ``holder``'s."""
+        node = self._leased.get((name, holder)) or self.records.node(name)
+        return self.records.renew(node, holder, ttl)
+
+    def release(self, name: str, holder: str) -> None:
+        node = self._leased.pop((name, holder), None) or self.records.node(name)
+        self.records.release(node, holder)
 
     def report(self, name: str) -> NodeReport:
         node = self.records.node(name)

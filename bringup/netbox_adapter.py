@@ -26,6 +26,7 @@ from .errors import (
     NetBoxAuthError,
     NetBoxError,
     NetBoxNotFound,
+    NetBoxPreconditionFailed,
     NetBoxRequestError,
     NetBoxUnavailable,
     NotFoundError,
@@ -62,6 +63,9 @@ def raise_for_status(status: int, detail: str) -> None:
                               hint="check netbox_token_file in the settings and the token's permissions")
     if status == 404:
         raise NetBoxNotFound(f"NetBox has no such object (404): {detail[:300]}")
+    if status == 412:
+        raise NetBoxPreconditionFailed(f"NetBox refused a conditional write: the object changed since it was read "
+                                       f"(412): {detail[:300]}", hint="read it again and decide again")
     if status == 409:
         raise NetBoxError(f"NetBox reports a conflict (409): {detail[:300]}", hint="retry; someone else wrote it")
     if status == 429 or status >= 500:
@@ -275,6 +279,38 @@ class NetBox:
             body["tags"] = [{"slug": t} for t in sorted(tags)]
         if body:
             dev.update(body)
+
+    # --- one device's custom fields with its version: compare-and-swap (node leases) ---------
+    def _device(self, method: str, node_id: int, *, headers: dict[str, str] | None = None,
+                body: dict[str, Any] | None = None) -> requests.Response:
+        """A raw request on one device: pynetbox hides the ETag header and sends no If-Match."""
+        token = self.api.token or ""
+        auth = f"Bearer {token}" if token.startswith("nbt_") else f"Token {token}"
+        resp = self.api.http_session.request(
+            method, f"{self.api.base_url}/dcim/devices/{node_id}/", json=body,
+            headers={"Accept": "application/json", "Authorization": auth, **(headers or {})})
+        if not resp.ok:
+            raise_for_status(resp.status_code, resp.text)
+        return resp
+
+    @_guard
+    def device_fields(self, node_id: int) -> tuple[str, dict[str, Any]]:
+        """One device's custom fields and its version (the ETag NetBox 4.6+ derives from
+        ``last_updated``), for :meth:`set_fields_if_match`."""
+        resp = self._device("GET", node_id)
+        etag = resp.headers.get("ETag", "")
+        if not etag:  # without it a conditional write would be a blind one
+            raise NetBoxRequestError("NetBox sent no ETag for a device: node leases need NetBox 4.6 or later",
+                                     hint="upgrade NetBox")
+        return etag, {k: _value(v) for k, v in (resp.json().get("custom_fields") or {}).items()}
+
+    @_guard
+    def set_fields_if_match(self, node_id: int, fields: dict[str, Any], etag: str) -> str:
+        """Set custom fields only if the device is still at version ``etag``; NetBox checks
+        under a row lock. Raises :class:`~bringup.errors.NetBoxPreconditionFailed` (412)
+        when someone wrote it since. Returns the new version."""
+        resp = self._device("PATCH", node_id, headers={"If-Match": etag}, body={"custom_fields": fields})
+        return resp.headers.get("ETag", "")
 
     @_guard
     def journal(self, node_id: int, comments: str, kind: str = "info") -> int:

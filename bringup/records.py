@@ -1,11 +1,13 @@
 """Node records in NetBox, as the lifecycle reads and writes them: the device, its
 custom fields and tags, journal entries, and evidence (through
-:class:`~bringup.evidence.EvidenceStore`). Also a node's report for the fleet table."""
+:class:`~bringup.evidence.EvidenceStore`). Also a node's report for the fleet table, and
+its lease (:mod:`bringup.lease`), written by compare-and-swap on the device's ETag."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from . import lease as leases
 from .errors import BringupError
 from .evidence import EvidenceStore
 from .netbox_adapter import NodeRecord
@@ -28,6 +30,28 @@ class NetBoxRecords:
         node.custom_fields.update(fields or {})
         if stage:
             node.stage = stage
+
+    # --- the node's lease: each change a compare-and-swap on the device's version --------
+    def _cas(self, node: NodeRecord, change):
+        nb = self.ctx.netbox
+
+        def read():
+            etag, fields = nb.device_fields(node.id)
+            return etag, fields.get(leases.FIELD)
+        return leases.cas(read, lambda etag, new: nb.set_fields_if_match(node.id, {leases.FIELD: new}, etag), change)
+
+    def lease(self, node: NodeRecord) -> Any:
+        return self.ctx.netbox.device_fields(node.id)[1].get(leases.FIELD)
+
+    def claim(self, node: NodeRecord, me: leases.Claimant, ttl: float) -> leases.LeaseHeld | None:
+        dead = leases.dead_here(me)
+        return self._cas(node, lambda cur: leases.claim_change(node.name, cur, me, leases.utcnow(), ttl, dead))
+
+    def renew(self, node: NodeRecord, holder: str, ttl: float) -> str | None:
+        return self._cas(node, lambda cur: leases.renew_change(node.name, cur, holder, leases.utcnow(), ttl))
+
+    def release(self, node: NodeRecord, holder: str) -> None:
+        self._cas(node, lambda cur: leases.release_change(cur, holder))
 
     def journal(self, node: NodeRecord, text: str, kind: str = "info") -> None:
         self.ctx.netbox.journal(node.id, text, kind=kind)

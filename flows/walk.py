@@ -9,17 +9,23 @@ Retries are for transient errors only (timeouts, 5xx, dropped connections): a wr
 or a failed burn-in never gets better by trying again. A node whose step kept failing
 transiently is *held* where it is with the reason in NetBox; an error on our side
 (credentials, settings, our services) holds it too and fails the run loudly.
+
+One run walks a node at a time: the walk takes the node's lease first (NetBox, see
+:mod:`bringup.lease`), renews it on a thread while it works and gives it back at the end.
+A node another live run holds is skipped, and its report says by whom.
 """
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from bringup.errors import BringupError
-from bringup.lifecycle import State, parse_state, path
+from bringup.lease import RENEW_EVERY_S, Claimant, LeaseHeld, Renewer
+from bringup.lifecycle import Lifecycle, State, parse_state, path
 from bringup.results import NodeReport, StepResult, interleave_by
 
 from . import runtime
@@ -59,11 +65,27 @@ def limits_for(uses: tuple[str, ...], rack: str) -> list[str]:
 
 @task(name="step", task_run_name="{step} {node}", **RETRY)
 def run_step(node: str, rack: str, state: str, step: str, params: dict, config: str | None = None,
-             order: int = 0) -> StepResult:
+             order: int = 0, holder: str | None = None) -> StepResult:
     lc = runtime.get(config).lifecycle()
     uses = next(s.uses for s in lc.handler(State(state)).steps if s.name == step)
     with slot(limits_for(uses, rack), priority=PRIORITY.get(step, 0), order=order):
-        return lc.run_step(node, state, step, params)
+        return lc.run_step(node, state, step, params, holder=holder)
+
+
+def claimant() -> Claimant:
+    """This run, as a lease holder: its flow run id, host and process."""
+    from uuid import uuid4
+
+    from prefect.runtime import flow_run
+    return Claimant.here(str(flow_run.id or f"local-{uuid4().hex[:12]}"))
+
+
+def skipped(lc: Lifecycle, node: str, held: LeaseHeld, force: bool) -> NodeReport:
+    """The report of a node another run holds: verdict ``held``, and by whom."""
+    why = f"{held.message()}: skipped"
+    if force:
+        why += " (force does not take a node from a live run; clear its bringup_lease in NetBox for that)"
+    return lc.report(node).model_copy(update={"verdict": "held", "reasons": [why]})
 
 
 @dataclass
@@ -84,14 +106,25 @@ def walk_node(node: str, rack: str, params: dict, *, config: str | None = None, 
     target = State(until)
     results: list[StepResult] = []
     controller_error = ""
+    me = claimant()
+    lease = ExitStack()  # the node's lease: renewed while the node walks, given back at the end
     try:
+        held = lc.acquire(node, me)
+        if held is not None:
+            report = skipped(lc, node, held, force)
+            log.warning("%s", report.reasons[0])
+            publish_node(report, results, prefix=prefix)
+            return Walk(report, results)
+        lease.enter_context(Renewer(lambda: lc.renew(node, me.holder), lambda: lc.release(node, me.holder),
+                                    every=RENEW_EVERY_S, logger=log))
         state = lc.begin_reburnin(node) if reburnin else lc.start(node, force=force)
         if not path(state, target):
             log.info("%s is %s: nothing to do%s", node, state, "" if force else " (force=True to redo)")
         while state != target and lc.handler(state) is not None:
             before = state
             for st in lc.pending_steps(node, state):
-                res = run_step(node, rack, state.value, st.name, params, config=config, order=order)
+                res = run_step(node, rack, state.value, st.name, params, config=config, order=order,
+                               holder=me.holder)
                 results.append(res)
                 state = parse_state(res.state)
                 if state != before:   # the handler finished: moved on, or quarantined
@@ -105,6 +138,8 @@ def walk_node(node: str, rack: str, params: dict, *, config: str | None = None, 
         else:  # retries exhausted: the node stays where it is, with the reason
             log.error("%s: held after retries: %s", node, exc)
             lc.hold(node, str(exc))
+    finally:
+        lease.close()
     report = lc.report(node)
     publish_node(report, results, prefix=prefix)
     return Walk(report, results, controller_error)

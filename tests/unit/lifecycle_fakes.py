@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from bringup import lease as leases
+from bringup.errors import PreconditionFailed
 from bringup.evidence import EvidenceStore, Ref
 from bringup.results import NodeReport
 
@@ -27,6 +29,11 @@ class MemoryRecords:
         self.nodes = {n: FakeNode(n) for n in names}
         self.writes: list[tuple[str, dict[str, Any]]] = []
         self.evidence: dict[str, dict[str, Any]] = {}
+        #: each node's version (NetBox's ETag): every write moves it on
+        self.versions: dict[str, int] = dict.fromkeys(names, 0)
+        #: called between a compare-and-swap's read and its write (a test's rival run)
+        self.between: Any = None
+        self.conflicts = 0
 
     def node(self, name: str) -> FakeNode:
         n = self.nodes[name]
@@ -44,6 +51,7 @@ class MemoryRecords:
         n.custom_fields.update(fields or {})
         node.custom_fields.update(fields or {})
         n.tags = sorted((set(n.tags) | set(add_tags)) - set(remove_tags))
+        self.versions[node.name] += 1
 
     def journal(self, node, text: str, kind: str = "info") -> None:
         self.nodes[node.name].journal.append((kind, text))
@@ -59,3 +67,32 @@ class MemoryRecords:
         reason = str(node.custom_fields.get("bringup_reason") or "")
         return NodeReport(node=node.name, rack=node.rack, verdict=verdict, stage=node.stage,
                           reasons=[r for r in reason.split("; ") if r])
+
+    # --- the lease, by compare-and-swap on the node's version, as NetBox's If-Match ---------
+    def lease(self, node) -> Any:
+        return self.nodes[node.name].custom_fields.get(leases.FIELD)
+
+    def _cas(self, node, change):
+        name = node.name
+
+        def read():
+            return str(self.versions[name]), self.lease(node)
+
+        def write(version, new):
+            if self.between is not None:
+                self.between(name)
+            if version != str(self.versions[name]):
+                self.conflicts += 1
+                raise PreconditionFailed(f"{name} changed since version {version}")
+            self.nodes[name].custom_fields[leases.FIELD] = new
+            self.versions[name] += 1
+        return leases.cas(read, write, change)
+
+    def claim(self, node, me, ttl):
+        return self._cas(node, lambda cur: leases.claim_change(node.name, cur, me, leases.utcnow(), ttl))
+
+    def renew(self, node, holder, ttl):
+        return self._cas(node, lambda cur: leases.renew_change(node.name, cur, holder, leases.utcnow(), ttl))
+
+    def release(self, node, holder):
+        self._cas(node, lambda cur: leases.release_change(cur, holder))

@@ -1,0 +1,105 @@
+"""flows.walk under node leases, without Prefect's server: two runs walking one node (the
+second skips it and says who holds it), and a run that loses its lease mid-walk."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+from lifecycle_fakes import MemoryRecords
+
+from bringup import lease as leases
+from bringup.lease import Claimant
+from bringup.lifecycle import STEP_NAMES, Lifecycle
+from bringup.results import Evidence, StepResult
+from flows import runtime, walk
+
+A = Claimant(run="run-a", host="ctl-1", pid=100, pidns="pid:[1]")
+B = Claimant(run="run-b", host="ctl-2", pid=200, pidns="pid:[2]")
+
+
+class Rt:
+    def __init__(self, lc: Lifecycle) -> None:
+        self.lc = lc
+
+    def lifecycle(self) -> Lifecycle:
+        return self.lc
+
+
+@pytest.fixture
+def fleet(monkeypatch):
+    """One node, the real walk over a Lifecycle on in-memory records; each step counted.
+    ``who`` is the run the current thread walks as."""
+    rec = MemoryRecords("n1")
+    ran: list[tuple[str, str]] = []
+    hooks: dict[str, object] = {}
+    who = threading.local()
+
+    def step(name):
+        def fn(node, params):
+            ran.append((who.c.run, name))
+            if name in hooks:
+                hooks[name]()
+            return StepResult(node=node.name, step=name, ok=True,
+                              evidence=[Evidence(kind=name, document={"by": who.c.run})])
+        return fn
+    lc = Lifecycle(steps={n: step(n) for n in STEP_NAMES}, records=rec)
+    runtime.use(Rt(lc))
+    published = []
+    monkeypatch.setattr(walk, "get_run_logger", lambda: logging.getLogger("walk-test"))
+    monkeypatch.setattr(walk, "publish_node", lambda report, results, prefix="": published.append(report))
+    monkeypatch.setattr(walk, "claimant", lambda: who.c)
+    monkeypatch.setattr(walk, "run_step", lambda node, rack, state, st, params, config=None, order=0, holder=None:
+                        lc.run_step(node, state, st, params, holder=holder))
+
+    def go(c: Claimant, **kw) -> walk.Walk:
+        who.c = c
+        return walk.walk_node.fn("n1", "r1", {}, **kw)
+    yield type("Fleet", (), {"rec": rec, "ran": ran, "hooks": hooks, "go": staticmethod(go),
+                             "published": published})
+    runtime.use(None)
+
+
+def test_a_second_run_skips_a_node_the_first_is_walking_and_says_who_holds_it(fleet):
+    inside, let_go = threading.Event(), threading.Event()
+    fleet.hooks["burn_in"] = lambda: (inside.set(), let_go.wait(10))
+    first: list[walk.Walk] = []
+    t = threading.Thread(target=lambda: first.append(fleet.go(A)))
+    t.start()
+    assert inside.wait(10), "the first run never reached its burn-in"
+    second = fleet.go(B, force=True)          # force does not take a node from a live run
+    let_go.set()
+    t.join(10)
+    assert second.report.verdict == "held" and second.results == []
+    why = second.report.reasons[0]
+    assert "node n1 is held by run run-a on ctl-1 (since " in why and why.count("until") == 1
+    assert ": skipped" in why and "force does not take a node" in why
+    assert fleet.published[0] is second.report
+    # the first run did all the work, once; then gave the node back
+    assert first[0].report.verdict == "admitted" and first[0].controller_error == ""
+    assert [r for r, _ in fleet.ran] == ["run-a"] * len(fleet.ran)
+    assert [s for _, s in fleet.ran].count("burn_in") == 1
+    assert fleet.rec.evidence["n1"]["burn_in"] == {"by": "run-a"}
+    assert fleet.rec.lease(fleet.rec.node("n1")) is None
+
+
+def test_a_run_that_loses_its_lease_mid_walk_stops_and_records_nothing_more(fleet):
+    def taken_over():  # run A stalled past its lease; run B took the node over
+        fleet.rec.nodes["n1"].custom_fields[leases.FIELD] = leases.claim_change(
+            "n1", None, B, leases.utcnow())[0]
+    fleet.hooks["burn_in"] = taken_over
+    w = fleet.go(A)
+    assert "taken by run run-b" in w.controller_error        # the run fails loudly
+    assert "burn_in" not in fleet.rec.evidence["n1"]          # no burn-in document it did not keep
+    assert fleet.rec.nodes["n1"].stage == "provisioned"
+    assert fleet.rec.lease(fleet.rec.node("n1"))["holder"] == B.holder   # B's lease left alone
+    assert "held in" not in str(fleet.rec.nodes["n1"].custom_fields.get("bringup_reason", ""))
+
+
+def test_an_expired_lease_of_a_gone_run_is_taken_over(fleet):
+    fleet.rec.nodes["n1"].custom_fields[leases.FIELD] = leases.claim_change(
+        "n1", None, B, leases.utcnow(), ttl=-1)[0]
+    w = fleet.go(A)
+    assert w.report.verdict == "admitted"
+    assert fleet.rec.lease(fleet.rec.node("n1")) is None
