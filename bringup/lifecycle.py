@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
-from .errors import BringupError, ConfigError, ControllerFault, TransientError
+from .errors import BringupError, ConfigError, ControllerFault, NetBoxUnavailable, TransientError
 from .results import Evidence, NodeReport, StepResult
 
 log = logging.getLogger(__name__)
@@ -186,6 +186,8 @@ class Lifecycle:
     on_quarantine: Callable[[Any, str], str] = lambda node, reason: "not in the cluster"
     on_drain: Callable[[Any], str] | None = None
     table: Mapping[State, Handler] = field(default_factory=lambda: TABLE)
+    #: where a result NetBox could not take waits for the next run (:class:`bringup.spool.Spool`)
+    spool: Any = None
 
     def __post_init__(self) -> None:
         missing = sorted(set(STEP_NAMES) - set(self.steps))
@@ -226,6 +228,12 @@ class Lifecycle:
         if current != state:
             raise LifecycleError(f"{name} is {current}, not {state}: another run moved it",
                                  hint="look at the node's journal in NetBox; one run per node")
+        kept = self.spool.find(name, state.value, step) if self.spool is not None else None
+        if kept is not None:  # a run that could not reach NetBox did this step: record it, do not redo it
+            log.info("%s: recording the %s result spooled at %s instead of running it again", name, step, kept.at)
+            result = self._keep(node, state, handler, step, kept.result, replay=True)
+            self.spool.done(kept)
+            return result
         try:
             result = self.steps[step](node, params or {})
         except TransientError:
@@ -236,7 +244,22 @@ class Lifecycle:
         except BringupError as exc:  # the node's own failure: a result, not a crash
             result = StepResult(node=name, step=step, ok=False, summary=f"{step} failed: {exc}",
                                 reasons=[f"{step} did not finish: {exc}"])
-        return self._record(node, state, handler, step, result)
+        return self._keep(node, state, handler, step, result)
+
+    def _keep(self, node: Any, state: State, handler: Handler, step: str, result: StepResult,
+              replay: bool = False) -> StepResult:
+        """Record ``result``; when NetBox stays unreachable, keep it in the spool (the node
+        stays where it is, and the next run records it instead of redoing the step)."""
+        try:
+            return self._record(node, state, handler, step, result)
+        except NetBoxUnavailable as exc:
+            if self.spool is None:
+                raise
+            from .spool import ResultSpooled
+            where = "" if replay else f" in {self.spool.put(node.name, state.value, step, result, error=str(exc))}"
+            raise ResultSpooled(f"{node.name}: NetBox is unreachable, so the {step} result is kept{where} "
+                                f"for the next run ({exc})",
+                                hint="bring NetBox back and run again: the result is recorded, not redone") from exc
 
     def _record(self, node: Any, state: State, handler: Handler, step: str, result: StepResult) -> StepResult:
         fields = dict(result.fields)
@@ -322,8 +345,19 @@ class Lifecycle:
         self._transition(node, state, State.DRAINING, status="staged")
         return State.DRAINING
 
-    def report(self, name: str) -> NodeReport:
-        node = self.records.node(name)
+    def report(self, name: str, known: list[StepResult] | None = None) -> NodeReport:
+        """The node's row of the fleet table, from NetBox; when NetBox cannot be read, from
+        what this run saw of it (``known``: its step results), marked as such."""
+        try:
+            node = self.records.node(name)
+        except BringupError as exc:
+            if known is None:
+                raise
+            last = known[-1] if known else None
+            return NodeReport(node=name, verdict="held", stage=(last.state if last else "") or "unknown",
+                              reasons=[f"NetBox could not be read ({exc}); this row is what the run saw",
+                                       *(last.reasons if last and not last.ok else [])],
+                              figures=dict(last.figures) if last else {})
         state = parse_state(node.stage)
         verdict = {State.ACTIVE: "admitted", State.QUARANTINED: "quarantined",
                    State.INSPECTION: "quarantined"}.get(state, "pending")

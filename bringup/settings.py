@@ -87,6 +87,13 @@ class Settings(BaseModel):
     image: str = ""
     #: URL the BMCs fetch OS images from (virtual media); {name} is the manifest name
     media_url: str = ""
+    #: results NetBox could not take wait here for the next run (None: <state dir>/spool)
+    spool_dir: Path | None = None
+    #: how long a NetBox write is retried through an outage before the result is spooled
+    netbox_outage_s: float = 120.0
+
+    def spool_path(self) -> Path:
+        return Path(self.spool_dir) if self.spool_dir else state_dir() / "spool"
 
     def netbox_token(self) -> str:
         return read_secret_file(Path(self.netbox_token_file), "NetBox token file").strip()

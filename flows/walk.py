@@ -105,7 +105,8 @@ def walk_node(node: str, rack: str, params: dict, *, config: str | None = None, 
         else:  # retries exhausted: the node stays where it is, with the reason
             log.error("%s: held after retries: %s", node, exc)
             lc.hold(node, str(exc))
-    report = lc.report(node)
+    report = lc.report(node, known=results)  # NetBox down: what this walk saw, marked as such
+    report.rack = report.rack or rack
     publish_node(report, results, prefix=prefix)
     return Walk(report, results, controller_error)
 
