@@ -93,14 +93,17 @@ def judge(ctx: Context, rec: NodeRecord, params: Mapping[str, Any]) -> StepResul
         verdict = verdict_of(rec.name, rec, stored, previous)
     status = verdict["status"]
     reasons = verdict.get("reasons", [])
+    warnings = verdict.get("warnings", [])
     summary = f"{status}: " + ("; ".join(r["message"] for r in reasons) if reasons else "all checks passed")
+    summary += "".join(f"; warning ({w['check']}): {w['message']}" for w in warnings)
     lines = [f"## Burn-in verdict: {status.upper()}", ""]
     lines += [f"- **{r['check']}** {r['message']} — *{r.get('remediation', '')}*" for r in reasons] \
         or ["- all checks passed"]
     lines += [f"- note ({n['check']}): {n['message']}" for n in verdict.get("notes", [])]
+    lines += [f"- **warning** ({w['check']}): {w['message']}" for w in warnings]
     return StepResult(
         node=rec.name, step="judge", ok=status == "pass", summary=f"verdict {status}",
         reasons=[r["message"] for r in reasons], figures=verdict["figures"],
         fields={"burnin_status": status, "burnin_last": now_iso(), "burnin_summary": summary[:4000]},
         evidence=[Evidence(kind="verdict", document=verdict, summary="\n".join(lines),
-                           style="success" if status == "pass" else "danger")])
+                           style="danger" if status != "pass" else "warning" if warnings else "success")])
