@@ -124,6 +124,15 @@ def parse_state(value: Any) -> State:
                          f"({', '.join(State)})", hint="fix the device's bringup_stage in NetBox")
 
 
+def held_reason(exc: BaseException) -> str:
+    """Why a node is held once the orchestrator's retries of a transient error ran out:
+    which system stayed unreachable, and the last error (never an empty reason)."""
+    from .errors import RedfishError, SSHError
+    what = ("BMC unreachable" if isinstance(exc, RedfishError) else
+            "node unreachable over SSH" if isinstance(exc, SSHError) else "still failing")
+    return f"{what} after retries: {str(exc) or type(exc).__name__}"
+
+
 def check(src: State, dst: State) -> None:
     if (src, dst) not in ALLOWED:
         raise LifecycleError(f"the lifecycle does not allow {src} -> {dst}")
