@@ -2,7 +2,11 @@
 
 Every run gets its own private folder (inventory, extra vars, runner artifacts) and its
 own ``ANSIBLE_HOME`` / local / remote temp folders, so runs never share state and
-nothing lands in the operator's ``~/.ansible``. SSH host key checking stays on, against
+nothing lands in the operator's ``~/.ansible``. Those folders live under the controller's
+state folder (0700, see :func:`bringup.settings.state_dir`), never the system temp folder:
+extra vars can hold a bootstrap token, and a controller killed mid-run cannot clean up.
+Each folder is named after the pid of its controller; the next run removes those of
+controllers that are gone. SSH host key checking stays on, against
 *our* known_hosts file only (never the user's, never auto-added). The result keeps, per
 host, whether it passed, the failed tasks with their messages and the facts the play set;
 tasks marked ``no_log`` reach us already censored by Ansible, and the private folder
@@ -22,6 +26,7 @@ from typing import Any
 
 from .errors import AnsibleSetupError, AnsibleTimeout, ConfigError
 from .resources import data_dir
+from .settings import private_dir, state_dir
 
 PLAYBOOKS_DIR = data_dir("playbooks")
 #: characters of a failed task's stderr/stdout kept in the result
@@ -113,6 +118,40 @@ def _path() -> str:
     return path
 
 
+def runner_root() -> Path:
+    return state_dir() / "runner"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def sweep_runner_dirs(root: Path) -> list[Path]:
+    """Remove the run folders of controllers that died (``<pid>-*`` whose pid is gone);
+    returns what was removed."""
+    removed = []
+    for d in sorted(root.glob("*-*")) if root.is_dir() else []:
+        pid = d.name.split("-", 1)[0]
+        if d.is_dir() and pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
+    return removed
+
+
+def private_run_dir(root: Path | None = None) -> Path:
+    """A new 0700 folder for one playbook run, under ``root`` (default :func:`runner_root`),
+    after sweeping the leftovers of dead controllers."""
+    root = private_dir(root or runner_root())
+    sweep_runner_dirs(root)
+    return Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root))
+
+
 def _inventory(hosts: dict[str, dict[str, Any]], access: SshAccess) -> dict[str, Any]:
     inv: dict[str, Any] = {}
     for name, h in hosts.items():
@@ -178,7 +217,7 @@ def run_playbook(playbook: str, hosts: dict[str, dict[str, Any]], extravars: dic
         if not Path(p).exists():
             raise ConfigError(f"{p} does not exist", hint="check ssh_key_file / ssh_known_hosts in the settings")
     own_tmp = private_data_dir is None
-    tmp = Path(tempfile.mkdtemp(prefix="bringup-ansible-")) if own_tmp else Path(private_data_dir)
+    tmp = private_run_dir() if own_tmp else Path(private_data_dir)
     for sub in ("home", "local", "runner"):
         (tmp / sub).mkdir(parents=True, exist_ok=True)
     # control sockets need a short path (108 bytes with the socket name), whatever the

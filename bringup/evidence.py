@@ -33,6 +33,7 @@ import gzip
 import hashlib
 import json
 import re
+import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -107,7 +108,7 @@ def decode(kind: str, texts: list[str], *, source: str = "") -> Any:
         return json.loads(raw)
     except ParseError:
         raise
-    except (ValueError, OSError, EOFError) as exc:
+    except (ValueError, OSError, EOFError, zlib.error) as exc:  # cut or altered gzip data: zlib.error
         raise ParseError(f"the evidence cannot be decoded: {exc}", path="$", source=source) from None
 
 

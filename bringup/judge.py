@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from .burnin_result import BurnInResult, CheckOutcome, Finding
 from .burnin_thresholds import Rule, SkuThresholds
+from .errors import ConfigError
 
 VerdictStatus = Literal["pass", "fail", "incomplete"]
 
@@ -49,6 +50,9 @@ class Verdict(BaseModel):
     status: VerdictStatus
     reasons: list[Reason]
     notes: list[Note] = []
+    #: evidence that is suspect but does not decide the verdict under the data's policy
+    #: (e.g. unreadable ibstat while sysfs looks fine): shown with the verdict, never silent
+    warnings: list[Note] = []
 
     @property
     def passed(self) -> bool:
@@ -147,7 +151,11 @@ REMEDIATION = {
     "not_reached": "re-run burn-in: the run stopped before this check",
     "ib_port_unreadable": "ibstat output was cut: re-run it; check the OFED install",
     "ibstat_panic": "ibstat could not read an HCA: check the HCA is present and the OFED install",
+    "ibstat_unreadable": "ibstat's output could not be read while sysfs looks fine: check the OFED/rdma-core "
+                         "install (ibstat, umad) and run ibstat by hand on the node",
 }
+#: what unreadable secondary evidence weighs (thresholds.yaml ``ibstat_unreadable``)
+POLICIES = ("warn", "fail", "ignore")
 DEFAULT_REMEDIATION = "investigate the evidence in the result document, then re-run burn-in"
 
 
@@ -220,6 +228,27 @@ def _serial_reasons(result: BurnInResult, thresholds: SkuThresholds,
     return [Reason(check="inventory", code="gpu_serial_mismatch", message=msg,
                    remediation=remediation("gpu_serial_mismatch"),
                    blocking="incomplete" if severity == "incomplete" else "fail")], []
+
+
+def _ibstat_reasons(result: BurnInResult, thresholds: SkuThresholds) -> tuple[list[Reason], list[Note]]:
+    """ibstat is a second opinion on the IB ports; sysfs is the first. Output that cannot be
+    read while sysfs shows ports is suspect evidence: how much it weighs is data
+    (``ibstat_unreadable`` in thresholds.yaml: warn, fail or ignore; default warn)."""
+    c = result.check("network")
+    if c is None or c.status in ("skip", "unsupported") or not c.data.get("ib_ports"):
+        return [], []
+    err = c.data.get("ibstat_error")
+    if not err:
+        return [], []
+    policy = str(thresholds.value("ibstat_unreadable", "warn"))
+    if policy not in POLICIES:
+        raise ConfigError(f"thresholds.yaml: ibstat_unreadable is {policy!r}, not one of {', '.join(POLICIES)}",
+                          hint="fix bringup/data/thresholds.yaml")
+    msg = f"ibstat could not be read while sysfs shows {len(c.data['ib_ports'])} IB port(s): {err}"
+    if policy == "fail":
+        return [Reason(check="network", code="ibstat_unreadable", message=msg,
+                       remediation=remediation("ibstat_unreadable"))], []
+    return [], [] if policy == "ignore" else [Note(check="network", code="ibstat_unreadable", message=msg)]
 
 
 def ecc_aggregate(result: BurnInResult) -> dict[str, list[int | None]]:
@@ -313,6 +342,9 @@ def judge(result: BurnInResult, thresholds: SkuThresholds,
         notes += serial_notes
     if previous_ecc:
         notes += _trend_notes(result, previous_ecc)
+    ib_reasons, warnings = _ibstat_reasons(result, thresholds)
+    for r in ib_reasons:
+        add(r)
     if any(r.blocking == "fail" for r in reasons):
         status: VerdictStatus = "fail"
     elif reasons:
@@ -321,4 +353,4 @@ def judge(result: BurnInResult, thresholds: SkuThresholds,
         status = "pass"
     # failures first: they are what an operator acts on
     reasons.sort(key=lambda r: r.blocking != "fail")
-    return Verdict(status=status, reasons=reasons, notes=notes)
+    return Verdict(status=status, reasons=reasons, notes=notes, warnings=warnings)

@@ -41,7 +41,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from . import lease as leases
-from .errors import BringupError, ConfigError, ControllerFault, TransientError
+from .errors import BringupError, ConfigError, ControllerFault, NetBoxUnavailable, TransientError
 from .results import Evidence, NodeReport, StepResult
 
 log = logging.getLogger(__name__)
@@ -130,6 +130,15 @@ def parse_state(value: Any) -> State:
                          f"({', '.join(State)})", hint="fix the device's bringup_stage in NetBox")
 
 
+def held_reason(exc: BaseException) -> str:
+    """Why a node is held once the orchestrator's retries of a transient error ran out:
+    which system stayed unreachable, and the last error (never an empty reason)."""
+    from .errors import RedfishError, SSHError
+    what = ("BMC unreachable" if isinstance(exc, RedfishError) else
+            "node unreachable over SSH" if isinstance(exc, SSHError) else "still failing")
+    return f"{what} after retries: {str(exc) or type(exc).__name__}"
+
+
 def check(src: State, dst: State) -> None:
     if (src, dst) not in ALLOWED:
         raise LifecycleError(f"the lifecycle does not allow {src} -> {dst}")
@@ -199,6 +208,8 @@ class Lifecycle:
     table: Mapping[State, Handler] = field(default_factory=lambda: TABLE)
     #: (node, holder) -> the node's record, for the renewals of a lease this process holds
     _leased: dict[tuple[str, str], Any] = field(default_factory=dict, init=False, repr=False)
+    #: where a result NetBox could not take waits for the next run (:class:`bringup.spool.Spool`)
+    spool: Any = None
 
     def __post_init__(self) -> None:
         missing = sorted(set(STEP_NAMES) - set(self.steps))
@@ -242,6 +253,12 @@ class Lifecycle:
             raise LifecycleError(f"{name} is {current}, not {state}: another run moved it",
                                  hint="look at the node's journal in NetBox; one run per node")
         self._fence(name, node.custom_fields.get(leases.FIELD), holder)
+        kept = self.spool.find(name, state.value, step) if self.spool is not None else None
+        if kept is not None:  # a run that could not reach NetBox did this step: record it, do not redo it
+            log.info("%s: recording the %s result spooled at %s instead of running it again", name, step, kept.at)
+            result = self._keep(node, state, handler, step, kept.result, replay=True)
+            self.spool.done(kept)
+            return result
         try:
             result = self.steps[step](node, params or {})
         except TransientError:
@@ -253,8 +270,26 @@ class Lifecycle:
             result = StepResult(node=name, step=step, ok=False, summary=f"{step} failed: {exc}",
                                 reasons=[f"{step} did not finish: {exc}"])
         # the step may have taken long: record only if the node is still this run's
-        self._fence(name, self.records.lease(node), holder)
-        return self._record(node, state, handler, step, result)
+        try:
+            self._fence(name, self.records.lease(node), holder)
+        except NetBoxUnavailable:
+            pass  # NetBox is away: _keep cannot record either, and keeps the result for the next run
+        return self._keep(node, state, handler, step, result)
+
+    def _keep(self, node: Any, state: State, handler: Handler, step: str, result: StepResult,
+              replay: bool = False) -> StepResult:
+        """Record ``result``; when NetBox stays unreachable, keep it in the spool (the node
+        stays where it is, and the next run records it instead of redoing the step)."""
+        try:
+            return self._record(node, state, handler, step, result)
+        except NetBoxUnavailable as exc:
+            if self.spool is None:
+                raise
+            from .spool import ResultSpooled
+            where = "" if replay else f" in {self.spool.put(node.name, state.value, step, result, error=str(exc))}"
+            raise ResultSpooled(f"{node.name}: NetBox is unreachable, so the {step} result is kept{where} "
+                                f"for the next run ({exc})",
+                                hint="bring NetBox back and run again: the result is recorded, not redone") from exc
 
     @staticmethod
     def _fence(name: str, current: Any, holder: str | None) -> None:
@@ -365,8 +400,19 @@ class Lifecycle:
         node = self._leased.pop((name, holder), None) or self.records.node(name)
         self.records.release(node, holder)
 
-    def report(self, name: str) -> NodeReport:
-        node = self.records.node(name)
+    def report(self, name: str, known: list[StepResult] | None = None) -> NodeReport:
+        """The node's row of the fleet table, from NetBox; when NetBox cannot be read, from
+        what this run saw of it (``known``: its step results), marked as such."""
+        try:
+            node = self.records.node(name)
+        except BringupError as exc:
+            if known is None:
+                raise
+            last = known[-1] if known else None
+            return NodeReport(node=name, verdict="held", stage=(last.state if last else "") or "unknown",
+                              reasons=[f"NetBox could not be read ({exc}); this row is what the run saw",
+                                       *(last.reasons if last and not last.ok else [])],
+                              figures=dict(last.figures) if last else {})
         state = parse_state(node.stage)
         verdict = {State.ACTIVE: "admitted", State.QUARANTINED: "quarantined",
                    State.INSPECTION: "quarantined"}.get(state, "pending")

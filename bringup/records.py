@@ -5,27 +5,56 @@ its lease (:mod:`bringup.lease`), written by compare-and-swap on the device's ET
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from . import lease as leases
-from .errors import BringupError
+from .errors import BringupError, NetBoxUnavailable
 from .evidence import EvidenceStore
 from .netbox_adapter import NodeRecord
 from .results import Evidence, NodeReport
 
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+#: pause between tries while NetBox is unreachable (doubling up to this)
+MAX_PAUSE_S = 15.0
+
 
 class NetBoxRecords:
-    def __init__(self, ctx) -> None:
+    """NetBox calls that ride out an outage: a call that finds NetBox unreachable pauses and
+    tries again, doubling the pause, for ``outage_s`` (settings ``netbox_outage_s``) in all;
+    then :class:`~bringup.errors.NetBoxUnavailable` goes up (the lifecycle spools the result)."""
+
+    def __init__(self, ctx, *, outage_s: float | None = None, sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.ctx = ctx
+        self.outage_s = float(outage_s if outage_s is not None else getattr(ctx.settings, "netbox_outage_s", 120.0))
+        self.sleep, self.clock = sleep, clock
+
+    def _retry(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
+        deadline = self.clock() + self.outage_s
+        pause = 1.0
+        while True:
+            try:
+                return fn(*args, **kw)
+            except NetBoxUnavailable as exc:
+                left = deadline - self.clock()
+                if left <= 0:
+                    raise
+                log.warning("NetBox is unreachable (%s); trying again in %.0f s", exc, min(pause, left))
+                self.sleep(min(pause, left))
+                pause = min(pause * 2, MAX_PAUSE_S)
 
     def node(self, name: str) -> NodeRecord:
-        return self.ctx.node(name)
+        return self._retry(self.ctx.node, name)
 
     def write(self, node: NodeRecord, *, stage: str | None = None, status: str | None = None,
               fields: dict[str, Any] | None = None, add_tags: tuple[str, ...] = (),
               remove_tags: tuple[str, ...] = ()) -> None:
-        self.ctx.netbox.update_node(node.id, stage=stage, status=status, fields=fields,
-                                    add_tags=list(add_tags), remove_tags=list(remove_tags))
+        self._retry(self.ctx.netbox.update_node, node.id, stage=stage, status=status, fields=fields,
+                    add_tags=list(add_tags), remove_tags=list(remove_tags))
         # keep the in-memory record in step for the rest of this step
         node.custom_fields.update(fields or {})
         if stage:
@@ -36,12 +65,15 @@ class NetBoxRecords:
         nb = self.ctx.netbox
 
         def read():
-            etag, fields = nb.device_fields(node.id)
+            etag, fields = self._retry(nb.device_fields, node.id)
             return etag, fields.get(leases.FIELD)
-        return leases.cas(read, lambda etag, new: nb.set_fields_if_match(node.id, {leases.FIELD: new}, etag), change)
+
+        def write(etag, new):
+            return self._retry(nb.set_fields_if_match, node.id, {leases.FIELD: new}, etag)
+        return leases.cas(read, write, change)
 
     def lease(self, node: NodeRecord) -> Any:
-        return self.ctx.netbox.device_fields(node.id)[1].get(leases.FIELD)
+        return self._retry(self.ctx.netbox.device_fields, node.id)[1].get(leases.FIELD)
 
     def claim(self, node: NodeRecord, me: leases.Claimant, ttl: float) -> leases.LeaseHeld | None:
         dead = leases.dead_here(me)
@@ -54,11 +86,12 @@ class NetBoxRecords:
         self._cas(node, lambda cur: leases.release_change(cur, holder))
 
     def journal(self, node: NodeRecord, text: str, kind: str = "info") -> None:
-        self.ctx.netbox.journal(node.id, text, kind=kind)
+        self._retry(self.ctx.netbox.journal, node.id, text, kind=kind)
 
     def put_evidence(self, node: NodeRecord, evidence: list[Evidence]) -> dict[str, Any]:
         store = self.ctx.evidence
-        refs = [store.put(node.id, e.kind, e.document, summary=e.summary, style=e.style) for e in evidence]
+        refs = [self._retry(store.put, node.id, e.kind, e.document, summary=e.summary, style=e.style)
+                for e in evidence]
         return EvidenceStore.index_update(node.custom_fields, refs)
 
     def report(self, node: NodeRecord, verdict: str) -> NodeReport:

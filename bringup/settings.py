@@ -8,12 +8,46 @@ itself; a real site writes its own and points ``BRINGUP_CONFIG`` at it.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .errors import ConfigError
+from .errors import ConfigError, SecretFileError
 from .yamlio import load_file, validation_error
+
+
+def state_dir() -> Path:
+    """The controller's own private state (runner folders, spooled evidence):
+    ``$BRINGUP_STATE_DIR``, else ``$XDG_STATE_HOME/bringup``, else ``~/.local/state/bringup``.
+    Never the system temp folder: what lands here can hold secrets (Ansible's extra vars)."""
+    env = os.environ.get("BRINGUP_STATE_DIR")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_STATE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".local/state") / "bringup"
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` created (with its parents) and made 0700: only this user may look inside."""
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o700)
+    return path
+
+
+def read_secret_file(path: Path, what: str) -> str:
+    """The text of a secret file, which must be ours alone (mode 0600 or narrower): a token
+    others can read is a token others have."""
+    try:
+        mode = path.stat().st_mode
+        text = path.read_text()
+    except OSError as exc:
+        raise SecretFileError(f"cannot read the {what} {path}: {exc.strerror}",
+                              hint="run `bringup lab up` or fix the path in the settings") from None
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise SecretFileError(f"the {what} {path} is mode {stat.S_IMODE(mode):04o}; it must be 0600",
+                              hint=f"run `chmod 600 {path}`")
+    return text
 
 
 def lab_home() -> Path:
@@ -53,13 +87,16 @@ class Settings(BaseModel):
     image: str = ""
     #: URL the BMCs fetch OS images from (virtual media); {name} is the manifest name
     media_url: str = ""
+    #: results NetBox could not take wait here for the next run (None: <state dir>/spool)
+    spool_dir: Path | None = None
+    #: how long a NetBox write is retried through an outage before the result is spooled
+    netbox_outage_s: float = 120.0
+
+    def spool_path(self) -> Path:
+        return Path(self.spool_dir) if self.spool_dir else state_dir() / "spool"
 
     def netbox_token(self) -> str:
-        try:
-            return self.netbox_token_file.read_text().strip()
-        except OSError as exc:
-            raise ConfigError(f"cannot read the NetBox token file {self.netbox_token_file}: {exc.strerror}",
-                              hint="run `bringup lab up` or fix netbox_token_file in the settings") from None
+        return read_secret_file(Path(self.netbox_token_file), "NetBox token file").strip()
 
 
 def config_path() -> Path:

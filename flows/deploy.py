@@ -19,6 +19,7 @@ from bringup.resources import package_root, project_file
 
 from .batches import BATCH_POOL
 from .limits import DEFAULT_LIMITS, ensure_limits
+from .zombies import ensure_automation
 
 WORK_POOL = "bringup-process"
 POOLS = {WORK_POOL: "bringup flows on this controller",
@@ -53,6 +54,7 @@ def register(limits: dict[str, int] | None = None) -> None:
     ensure_work_pools()
     ensure_limits({**DEFAULT_LIMITS, **(limits or {})}, overwrite=limits is not None)
     deploy_all()
+    ensure_automation()  # deployments' runs whose process dies turn Crashed (flows/zombies.py)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from prefect.cache_policies import NO_CACHE
 
 from bringup.errors import BringupError
 from bringup.lease import RENEW_EVERY_S, Claimant, LeaseHeld, Renewer
-from bringup.lifecycle import Lifecycle, State, parse_state, path
+from bringup.lifecycle import Lifecycle, State, held_reason, parse_state, path
 from bringup.results import NodeReport, StepResult, interleave_by
 
 from . import runtime
@@ -137,10 +137,11 @@ def walk_node(node: str, rack: str, params: dict, *, config: str | None = None, 
             log.error("%s: stopped by an error on the controller's side: %s", node, exc)
         else:  # retries exhausted: the node stays where it is, with the reason
             log.error("%s: held after retries: %s", node, exc)
-            lc.hold(node, str(exc))
+            lc.hold(node, held_reason(exc))
     finally:
         lease.close()
-    report = lc.report(node)
+    report = lc.report(node, known=results)  # NetBox down: what this walk saw, marked as such
+    report.rack = report.rack or rack
     publish_node(report, results, prefix=prefix)
     return Walk(report, results, controller_error)
 

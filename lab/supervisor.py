@@ -55,6 +55,10 @@ SIM_SERVICES = [
 ]
 
 
+#: heartbeat of the workers' flow runs: flows.zombies.HEARTBEAT_S (lab does not import flows)
+WORKER_HEARTBEAT_S = 30
+
+
 class Lab:
     def __init__(self, paths: LabPaths | None = None, fleet_path: Path | None = None,
                  prefect_db: str | None = None) -> None:
@@ -167,7 +171,9 @@ class Lab:
                     env={**self.prefect.env(), "BRINGUP_LAB_HOME": str(self.paths.home),
                          "BRINGUP_CONFIG": str(self.paths.config),
                          # a new child run is picked up within a second or two, not ten
-                         "PREFECT_WORKER_QUERY_SECONDS": "2", "PREFECT_WORKER_PREFETCH_SECONDS": "5"})
+                         "PREFECT_WORKER_QUERY_SECONDS": "2", "PREFECT_WORKER_PREFETCH_SECONDS": "5",
+                         # runs beat often enough for the zombie automation (flows.zombies)
+                         "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": str(WORKER_HEARTBEAT_S)})
         procs.wait_until(lambda: "started" in log.read_text(errors="replace").lower() if log.exists() else False,
                          timeout=60, what=f"Prefect worker {name}", log=log,
                          alive=lambda: procs.pid_of(self.paths.run, name) is not None)

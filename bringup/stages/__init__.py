@@ -27,8 +27,10 @@ STEPS = {"discover": discover, "bios": bios, "install": install, "configure": co
 
 def lifecycle(ctx: Context) -> Lifecycle:
     """The real lifecycle: NetBox records, Redfish/SSH/Kubernetes steps."""
+    from ..spool import Spool
     return Lifecycle(steps={name: partial(fn, ctx) for name, fn in STEPS.items()}, records=NetBoxRecords(ctx),
-                     on_quarantine=partial(isolate, ctx), on_drain=partial(drain_node, ctx))
+                     on_quarantine=partial(isolate, ctx), on_drain=partial(drain_node, ctx),
+                     spool=Spool(ctx.settings.spool_path()))
 
 
 __all__ = ["STEPS", "Selected", "due_for_reburnin", "lifecycle", "select"]

@@ -26,13 +26,14 @@ def burn_in(ctx: Context, rec: NodeRecord, params: Mapping[str, Any]) -> StepRes
     plan = make_plan(rec.sku, thresholds_for(rec.sku), versions, profile=profile, node=rec.name)
     run = run_burnin(rec.name, ctx.host(rec)[rec.name], plan, ctx.ssh_access())
     checks = run.document.get("checks") if isinstance(run.document, dict) else None
-    stopped = ""
+    stopped = "; not JSON (kept as text)" if "unparsed" in run.document else ""
     if run.partial:
         unfinished = run.document.get("running") or (run.document.get("pending") or ["?"])[0]
         stopped = f"; stopped at its {run.timeout_s} s budget during {unfinished}"
     summary = (f"## Burn-in document ({profile} profile)\n\nagent exit {run.rc}, "
                f"{len(checks) if isinstance(checks, list) else '?'} checks{stopped}; judged in the next step")
-    return StepResult(node=rec.name, step="burn_in", ok=True,
+    # not judged yet: a verdict of an earlier burn-in must not stand for this document
+    return StepResult(node=rec.name, step="burn_in", ok=True, fields={"burnin_status": "pending"},
                       summary=f"burn-in document collected (agent exit {run.rc}{', partial' if run.partial else ''})",
                       evidence=[Evidence(kind="burnin", document={"plan": plan, "rc": run.rc, "document": run.document},
                                          summary=summary)])

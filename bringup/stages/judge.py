@@ -25,6 +25,13 @@ def figures_of(raw: Any) -> dict[str, Any]:
         result = parse_result(raw)
     except BringupError:
         return out
+    try:
+        return _figures(result, out)
+    except (AttributeError, TypeError, KeyError, ValueError):  # odd shapes the model lets through
+        return out
+
+
+def _figures(result: Any, out: dict[str, Any]) -> dict[str, Any]:
     for key, check, metric in (("gpus", "inventory", "gpu_count"), ("busbw_gbps", "nccl", "busbw_largest_gbps"),
                                ("max_temp_c", "clocks", "max_temp_c"),
                                ("ecc_unc_lifetime", "ecc", "uncorrected_aggregate")):
@@ -48,40 +55,55 @@ def verdict_of(name: str, rec: NodeRecord, stored: Any, previous: Any = None) ->
     from ..judge import judge as judge_result
 
     raw = stored.get("document") if isinstance(stored, dict) and "document" in stored else stored
+    source = f"{name} burn-in document"
+    if isinstance(raw, dict) and isinstance(raw.get("unparsed"), str):  # the node's file was not JSON
+        raw, source = raw["unparsed"], f"{name} burn-in document {raw.get('file') or ''}".rstrip()
     serials = rec.custom_fields.get("gpu_serials")
     prev_ecc = previous.get("ecc_aggregate") if isinstance(previous, dict) else None
     try:
-        result = parse_result(raw, source=f"{name} burn-in document")
+        result = parse_result(raw, source=source)
         verdict = judge_result(result, thresholds_for(rec.sku),
                                bmc_serials=[str(s) for s in serials] if isinstance(serials, list) else None,
                                previous_ecc=prev_ecc if isinstance(prev_ecc, dict) else None).model_dump(mode="json")
         verdict["ecc_aggregate"] = ecc_aggregate(result)
-    except BringupError as exc:
-        verdict = {"status": "incomplete", "reasons": [{
-            "check": "document", "code": "unparseable", "blocking": "incomplete",
-            "message": f"the burn-in document cannot be judged: {exc}",
-            "remediation": "burn in again (bringup commission --force); the stored document is kept as evidence"}]}
+    except (BringupError, AttributeError, TypeError, KeyError, ValueError) as exc:
+        # a document of odd shape must not crash the judge on every rerun: an unknown, never a pass
+        verdict = unjudged(f"the burn-in document cannot be judged: {exc}")
     verdict["figures"] = figures_of(raw)
     return verdict
 
 
+def unjudged(message: str) -> dict[str, Any]:
+    """The verdict of evidence that cannot be read: incomplete, with why."""
+    return {"status": "incomplete", "reasons": [{
+        "check": "document", "code": "unparseable", "blocking": "incomplete", "message": message,
+        "remediation": "burn in again (bringup commission --force); the stored document is kept as evidence"}]}
+
+
 def judge(ctx: Context, rec: NodeRecord, params: Mapping[str, Any]) -> StepResult:
-    stored = ctx.evidence.get(rec.name, rec.custom_fields, "burnin")
     try:
         previous = ctx.evidence.get(rec.name, rec.custom_fields, "verdict")
     except (NetBoxNotFound, ParseError):
         previous = None  # the first burn-in of this node (or an unreadable verdict): no trend
-    verdict = verdict_of(rec.name, rec, stored, previous)
+    try:
+        stored = ctx.evidence.get(rec.name, rec.custom_fields, "burnin")
+    except ParseError as exc:  # cut or altered in NetBox: the verdict says so (and no stale pass stays)
+        verdict = {**unjudged(f"the stored burn-in evidence cannot be read: {exc}"), "figures": {}}
+    else:
+        verdict = verdict_of(rec.name, rec, stored, previous)
     status = verdict["status"]
     reasons = verdict.get("reasons", [])
+    warnings = verdict.get("warnings", [])
     summary = f"{status}: " + ("; ".join(r["message"] for r in reasons) if reasons else "all checks passed")
+    summary += "".join(f"; warning ({w['check']}): {w['message']}" for w in warnings)
     lines = [f"## Burn-in verdict: {status.upper()}", ""]
     lines += [f"- **{r['check']}** {r['message']} — *{r.get('remediation', '')}*" for r in reasons] \
         or ["- all checks passed"]
     lines += [f"- note ({n['check']}): {n['message']}" for n in verdict.get("notes", [])]
+    lines += [f"- **warning** ({w['check']}): {w['message']}" for w in warnings]
     return StepResult(
         node=rec.name, step="judge", ok=status == "pass", summary=f"verdict {status}",
         reasons=[r["message"] for r in reasons], figures=verdict["figures"],
         fields={"burnin_status": status, "burnin_last": now_iso(), "burnin_summary": summary[:4000]},
         evidence=[Evidence(kind="verdict", document=verdict, summary="\n".join(lines),
-                           style="success" if status == "pass" else "danger")])
+                           style="danger" if status != "pass" else "warning" if warnings else "success")])

@@ -143,6 +143,8 @@ class NetworkCheck(Check):
                         r.data["ibstat_panics"] = parsed["panics"]
                 except UnparseableOutput as exc:
                     r.data["ibstat_error"] = str(exc)
+                    # said in the document, not only in data: the controller's policy weighs it
+                    r.find("ibstat_unreadable", f"ibstat output cannot be read: {exc}", fail=False)
             else:
                 r.data["ibstat_error"] = run.problem() or f"exit {run.rc}"
             r.evidence.append(run.evidence())

@@ -80,9 +80,14 @@ class Store:
             return
         data = {"resourceVersion": self.rv,
                 "objects": [{"key": list(k), "object": v} for k, v in self.objects.items()]}
+        # the snapshot holds Secrets (bootstrap tokens): ours alone, from the first byte
         tmp = self.snapshot.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data))
+        tmp.unlink(missing_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(data))
         os.replace(tmp, self.snapshot)
+        os.chmod(self.snapshot, 0o600)  # a snapshot left 0644 by an older lab
 
     # --- primitives ----------------------------------------------------------------
     def _bump(self, obj: dict[str, Any]) -> None:

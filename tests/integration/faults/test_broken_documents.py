@@ -1,0 +1,76 @@
+"""A burn-in result document cut short on its way back is an unknown, not a stuck node:
+the node is quarantined with a reason naming the file and the parse error, no stale
+``pass`` stays in NetBox, and a rerun burns in again.
+
+The document is cut for real: the burn-in playbook runs the agent on the simulated node
+and fetches its document, then the fetched file is truncated to half before bringup reads
+it (what a full disk or a killed copy leaves)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+NODE = "ft-r02-n02"          # healthy in flow8.yaml
+FILE = "/var/lib/bringup/burnin/result.json"
+
+
+@pytest.fixture
+def fresh(seeded, postgres, flow_fleet):
+    """The flow tests' NetBox, given back to them as ``seeded`` left it."""
+    yield seeded
+    from bringup.nbschema import load_schema
+    from bringup.sku import load_skus
+    from lab.netbox_server import PRISTINE_DB
+    from lab.seed import seed
+    postgres.clone(PRISTINE_DB, "netbox_test")
+    seeded.apply_schema(load_schema())
+    seed(seeded, flow_fleet, load_skus())
+
+
+def _commission(**kw):
+    from flows import runtime
+    from flows.commission import commission
+    runtime.forget()
+    return commission(nodes=[NODE], force=True, **kw)
+
+
+def _burnin_entries(nb, rec):
+    return [e for e in nb.journal_entries(rec.id) if "kind=burnin " in e["comments"]]
+
+
+def test_a_cut_result_document_quarantines_naming_the_file_and_a_rerun_burns_in_again(
+        fresh, flow_env, prefect_server, monkeypatch):
+    from bringup.provision import ansible_steps
+    real = ansible_steps.run_playbook
+    cut = []
+
+    def run_and_cut(playbook, hosts, extra, access, **kw):
+        result = real(playbook, hosts, extra, access, **kw)
+        if playbook == "burnin.yml":
+            for name in hosts:
+                out = Path(extra["burnin_fetch_dir"]) / f"{name}.json"
+                text = out.read_text()
+                out.write_text(text[: len(text) // 2])
+                cut.append(name)
+        return result
+
+    monkeypatch.setattr(ansible_steps, "run_playbook", run_and_cut)
+    _commission()
+    assert cut == [NODE]
+    rec = fresh.nodes(names=[NODE])[0]
+    assert rec.stage == "quarantined", rec.stage
+    reason = rec.custom_fields["bringup_reason"]
+    assert FILE in reason and "not JSON" in reason, reason
+    assert rec.custom_fields["burnin_status"] == "incomplete"
+    assert len(_burnin_entries(fresh, rec)) == 1      # the cut document is kept as evidence
+
+    monkeypatch.setattr(ansible_steps, "run_playbook", real)
+    _commission()
+    rec = fresh.nodes(names=[NODE])[0]
+    assert len(_burnin_entries(fresh, rec)) == 2      # burned in again
+    assert rec.stage == "active", (rec.stage, rec.custom_fields.get("bringup_reason"))
+    assert rec.custom_fields["burnin_status"] == "pass"
