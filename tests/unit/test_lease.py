@@ -180,7 +180,7 @@ def test_adapter_refuses_to_work_without_an_etag():
 
 def test_netbox_records_claim_rereads_after_a_412_and_sees_the_rival():
     api = FakeDeviceAPI()
-    records = NetBoxRecords(SimpleNamespace(netbox=NetBox(api)))
+    records = NetBoxRecords(SimpleNamespace(netbox=NetBox(api)), outage_s=0)
     node = SimpleNamespace(id=7, name="n1")
 
     def rival():  # B's claim lands between A's read and A's write
