@@ -279,15 +279,17 @@ class Lifecycle:
         log.info("%s: %s -> %s", node.name, src, dst)
 
     def quarantine(self, name: str, at: State, reasons: list[str]) -> None:
-        """Take a node out of service: cordoned in the cluster, NetBox says why."""
+        """Take a node out of service: NetBox says why first (the truth the reconcile step
+        reads), then the node is cordoned and tainted in the cluster (``on_quarantine``
+        retries until the API server confirms it, for a bounded time)."""
         node = self.records.node(name)
         reason = "; ".join(reasons) or f"{at} failed"
-        try:
-            cluster = self.on_quarantine(node, reason)
-        except BringupError as exc:  # NetBox still records it; the reconcile step cordons later
-            cluster = f"could not cordon in Kubernetes: {exc}"
         self._transition(node, parse_state(node.stage), State.QUARANTINED, status="failed",
                          fields={"bringup_reason": reason}, add_tags=(QUARANTINE_TAG,))
+        try:
+            cluster = self.on_quarantine(node, reason)
+        except BringupError as exc:  # NetBox records it; the reconcile step cordons it later
+            cluster = f"could not cordon and taint yet ({exc}); the reconcile step will"
         self.records.journal(node, f"## Quarantined in state {at}\n\n" + "\n".join(f"- {r}" for r in reasons)
                              + f"\n\nKubernetes: {cluster}\n", kind="danger")
 
