@@ -25,6 +25,7 @@ from bringup.results import NodeReport, StepResult, interleave_by
 from . import runtime
 from .artifacts import publish_fleet, publish_node
 from .limits import BMC_LIMIT, INSTALL_LIMIT, burnin_limit, drain_releases, ensure_rack_limits, slot
+from .reconcile import converge
 
 
 def transient_only(task, task_run, state) -> bool:
@@ -120,8 +121,9 @@ def fan_out(selected, params: dict, *, config: str | None = None, force: bool = 
             until: str = State.ACTIVE.value, prefix: str = "commission", reburnin: bool = False) -> list[dict]:
     """Walk each selected node side by side, then publish the fleet table. Nodes take turns
     rack by rack (in starting and in every queue for a shared limit), so every rack's
-    burn-in slots fill early and stay busy. Fails loudly, after publishing, when an error
-    on the controller's side stopped any node."""
+    burn-in slots fill early and stay busy. Ends by making Kubernetes agree with NetBox for
+    the nodes it left out of service (flows.reconcile). Fails loudly, after publishing,
+    when an error on the controller's side stopped any node or left one unreconciled."""
     selected = list(selected)
     ensure_rack_limits([s.rack for s in selected])
     futures = [walk_node.submit(s.name, s.rack, params, config=config, force=force, until=until, prefix=prefix,
@@ -132,6 +134,7 @@ def fan_out(selected, params: dict, *, config: str | None = None, force: bool = 
     publish_fleet(reports, prefix=prefix)
     drain_releases()  # the run ends with every slot it took back on the server
     errors = [w.controller_error for w in walks if w.controller_error]
+    errors += converge(reports, config=config, prefix=prefix)  # the cluster agrees with NetBox, or the run fails
     if errors:
         raise RunFailed(f"{len(errors)} node(s) stopped by errors on the controller's side:\n  "
                         + "\n  ".join(errors[:20]),
