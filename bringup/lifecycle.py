@@ -140,14 +140,16 @@ def initial_fields() -> dict[str, Any]:
 
 
 def path(state: State, until: State = State.ACTIVE) -> list[State]:
-    """The states a node in ``state`` still goes through (handlers run) to reach ``until``."""
+    """The states a node in ``state`` still goes through (handlers run) to reach ``until``;
+    none when ``until`` is not ahead of it (a provisioned node is past ``discovered``: a
+    discover run must not burn it in on the way to a state it never reaches again)."""
     out: list[State] = []
     seen = set()
     while state != until and state in TABLE and state not in seen:
         seen.add(state)
         out.append(state)
         state = TABLE[state].success
-    return out
+    return out if state == until else []
 
 
 # --- the ports the engine is handed ------------------------------------------------------------
@@ -271,6 +273,8 @@ class Lifecycle:
         if index.get(PROGRESS):
             index[PROGRESS] = {}
             fields["bringup_evidence"] = index
+        if str(node.custom_fields.get("bringup_reason") or "").startswith("held in "):
+            fields.setdefault("bringup_reason", "")  # moved on: the hold no longer holds
         if dst == State.ACTIVE:
             fields["bringup_reason"] = ""
             remove_tags = (*remove_tags, QUARANTINE_TAG, REBURNIN_TAG)
@@ -311,8 +315,11 @@ class Lifecycle:
             return state
         if state in (State.ACTIVE, State.VALIDATING, State.DRAINING) and self.on_drain is not None:
             self.records.journal(node, f"Forced rerun: drained first ({self.on_drain(node)})", kind="info")
-        self._transition(node, state, State.PLANNED, status="planned",
-                         fields={"bringup_reason": "", "burnin_status": "pending"})
+        # what the rerun will write again is cleared now: a stale reason or verdict must not
+        # show (or be acted on) while the node walks again
+        self._transition(node, state, State.PLANNED, status="planned", remove_tags=(QUARANTINE_TAG,),
+                         fields={"bringup_reason": "", "burnin_status": "pending", "burnin_summary": "",
+                                 "burnin_last": None, "gpu_serials": None})
         return State.PLANNED
 
     def begin_reburnin(self, name: str) -> State:

@@ -89,7 +89,7 @@ def walk_node(node: str, rack: str, params: dict, *, config: str | None = None, 
         state = lc.begin_reburnin(node) if reburnin else lc.start(node, force=force)
         if not path(state, target):
             log.info("%s is %s: nothing to do%s", node, state, "" if force else " (force=True to redo)")
-        while state != target and lc.handler(state) is not None:
+        while path(state, target):   # never past the target, never towards one behind the node
             before = state
             for st in lc.pending_steps(node, state):
                 res = run_step(node, rack, state.value, st.name, params, config=config, order=order)
