@@ -46,7 +46,8 @@ class SshAccess:
         if not settings.ssh_key_file or not settings.ssh_known_hosts:
             raise ConfigError("settings lack ssh_key_file or ssh_known_hosts",
                               hint="name the SSH private key and the known_hosts with the nodes' host keys")
-        return cls(settings.ssh_user, Path(settings.ssh_key_file), Path(settings.ssh_known_hosts))
+        from .ssh import check_private_key  # a key OpenSSH would ignore is our mistake, not the nodes'
+        return cls(settings.ssh_user, check_private_key(settings.ssh_key_file), Path(settings.ssh_known_hosts))
 
 
 @dataclass

@@ -144,7 +144,13 @@ class RedfishError(AdapterError):
 
 
 class RedfishAuthError(RedfishError, AuthError):
-    """A BMC refused our credentials (401/403)."""
+    """A BMC refused our credentials (401/403).
+
+    Always the controller's side, even when one BMC refuses what the others accept: the
+    credentials the BMC wants are an entry of *our* credentials file (per address, or
+    ``default``), and a password changed on one BMC is fixed there or by resetting the
+    BMC account, never by quarantining a server whose hardware nobody has looked at.
+    The node is held with the reason; the run fails naming the BMC."""
 
 
 class RedfishTimeoutError(RedfishError, UnavailableError):
@@ -206,8 +212,13 @@ class KubeError(AdapterError):
     system = "Kubernetes"
 
 
-class KubeTransientError(KubeError, UnavailableError):
-    """The API server was unreachable or answered 5xx/429; retry later."""
+class KubeTransientError(KubeError, UnavailableError, ControllerFault):
+    """The API server was unreachable or answered 5xx/429; retry later. The cluster is
+    our own service: once the retries are spent the node is held, never blamed."""
+
+
+class KubeTLSError(KubeError, ControllerFault):
+    """TLS with the API server failed: the kubeconfig's CA does not match the cluster."""
 
 
 class KubeAuthError(KubeError, AuthError):

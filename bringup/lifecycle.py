@@ -155,14 +155,16 @@ def initial_fields() -> dict[str, Any]:
 
 
 def path(state: State, until: State = State.ACTIVE) -> list[State]:
-    """The states a node in ``state`` still goes through (handlers run) to reach ``until``."""
+    """The states a node in ``state`` still goes through (handlers run) to reach ``until``;
+    none when ``until`` is not ahead of it (a provisioned node is past ``discovered``: a
+    discover run must not burn it in on the way to a state it never reaches again)."""
     out: list[State] = []
     seen = set()
     while state != until and state in TABLE and state not in seen:
         seen.add(state)
         out.append(state)
         state = TABLE[state].success
-    return out
+    return out if state == until else []
 
 
 # --- the ports the engine is handed ------------------------------------------------------------
@@ -331,6 +333,8 @@ class Lifecycle:
         if index.get(PROGRESS):
             index[PROGRESS] = {}
             fields["bringup_evidence"] = index
+        if str(node.custom_fields.get("bringup_reason") or "").startswith("held in "):
+            fields.setdefault("bringup_reason", "")  # moved on: the hold no longer holds
         if dst == State.ACTIVE:
             fields["bringup_reason"] = ""
             remove_tags = (*remove_tags, QUARANTINE_TAG, REBURNIN_TAG)
@@ -339,15 +343,17 @@ class Lifecycle:
         log.info("%s: %s -> %s", node.name, src, dst)
 
     def quarantine(self, name: str, at: State, reasons: list[str]) -> None:
-        """Take a node out of service: cordoned in the cluster, NetBox says why."""
+        """Take a node out of service: NetBox says why first (the truth the reconcile step
+        reads), then the node is cordoned and tainted in the cluster (``on_quarantine``
+        retries until the API server confirms it, for a bounded time)."""
         node = self.records.node(name)
         reason = "; ".join(reasons) or f"{at} failed"
-        try:
-            cluster = self.on_quarantine(node, reason)
-        except BringupError as exc:  # NetBox still records it; the reconcile step cordons later
-            cluster = f"could not cordon in Kubernetes: {exc}"
         self._transition(node, parse_state(node.stage), State.QUARANTINED, status="failed",
                          fields={"bringup_reason": reason}, add_tags=(QUARANTINE_TAG,))
+        try:
+            cluster = self.on_quarantine(node, reason)
+        except BringupError as exc:  # NetBox records it; the reconcile step cordons it later
+            cluster = f"could not cordon and taint yet ({exc}); the reconcile step will"
         self.records.journal(node, f"## Quarantined in state {at}\n\n" + "\n".join(f"- {r}" for r in reasons)
                              + f"\n\nKubernetes: {cluster}\n", kind="danger")
 
@@ -369,8 +375,11 @@ class Lifecycle:
             return state
         if state in (State.ACTIVE, State.VALIDATING, State.DRAINING) and self.on_drain is not None:
             self.records.journal(node, f"Forced rerun: drained first ({self.on_drain(node)})", kind="info")
-        self._transition(node, state, State.PLANNED, status="planned",
-                         fields={"bringup_reason": "", "burnin_status": "pending"})
+        # what the rerun will write again is cleared now: a stale reason or verdict must not
+        # show (or be acted on) while the node walks again
+        self._transition(node, state, State.PLANNED, status="planned", remove_tags=(QUARANTINE_TAG,),
+                         fields={"bringup_reason": "", "burnin_status": "pending", "burnin_summary": "",
+                                 "burnin_last": None, "gpu_serials": None})
         return State.PLANNED
 
     def begin_reburnin(self, name: str) -> State:

@@ -1,5 +1,5 @@
 """SSH adapter (paramiko): wait for a freshly installed node, trusting only the host key
-we expect.
+we expect; and the check of our own private key file before anything uses it.
 
 Host keys are pinned: the key a node must present comes from our own known_hosts file
 (written when the site generated the node's host keys), never from the node itself, and
@@ -12,12 +12,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import socket
+import stat
 import time
 from pathlib import Path
 
 import paramiko
 
-from .errors import ConfigError, HostKeyMismatch, SSHError
+from .errors import ConfigError, HostKeyMismatch, SecretFileError, SSHError
 
 
 def fingerprint(key_blob: bytes) -> str:
@@ -35,6 +36,35 @@ def parse_public_key(text: str) -> tuple[str, bytes]:
     except ValueError:
         raise ConfigError(f"the public key of type {parts[0]} is not valid base64") from None
     return parts[0], blob
+
+
+def check_private_key(path: str | Path) -> Path:
+    """Our SSH private key file, refused unless only its owner can read it and it holds an
+    unencrypted private key. OpenSSH silently ignores a key others can read (mode 0644)
+    and every node would then look unreachable, and be blamed for it: the controller's
+    mistake must stop the run here, as a :class:`SecretFileError` (a controller fault)."""
+    p = Path(path)
+    try:
+        mode = p.stat().st_mode
+    except OSError as exc:
+        raise SecretFileError(f"cannot read the SSH private key {p}: {exc.strerror}",
+                              hint="check ssh_key_file in the controller's settings") from None
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise SecretFileError(f"the SSH private key {p} is mode {stat.S_IMODE(mode):04o}; OpenSSH refuses a "
+                              "private key other users can read", hint=f"run `chmod 600 {p}` on the controller")
+    try:
+        paramiko.PKey.from_path(p)
+    # paramiko says "encrypted" with its own exception for PEM keys; for OpenSSH-format
+    # keys the TypeError of cryptography's loader comes through
+    except (paramiko.PasswordRequiredException, TypeError) as exc:
+        if isinstance(exc, TypeError) and "password" not in str(exc).lower():
+            raise
+        raise SecretFileError(f"the SSH private key {p} is encrypted; runs are unattended (BatchMode)",
+                              hint="use a key without a passphrase, readable only by the controller") from None
+    except (OSError, ValueError, paramiko.SSHException) as exc:
+        raise SecretFileError(f"{p} is not an SSH private key we can use: {exc}",
+                              hint="check ssh_key_file in the controller's settings") from None
+    return p
 
 
 def known_hosts_name(address: str, port: int) -> str:

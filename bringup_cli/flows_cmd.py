@@ -1,4 +1,5 @@
-"""``bringup discover`` and ``bringup commission``: the pipeline from the command line.
+"""``bringup discover``, ``bringup commission`` and ``bringup reconcile``: the pipeline
+from the command line.
 
 ``discover`` calls the library directly (bounded concurrency, rich progress).
 ``commission`` runs the same Prefect flow the deployment runs, in this process, and
@@ -136,6 +137,22 @@ def commission(site: str = typer.Option(None), rack: str = typer.Option(None), n
         console.print(table)
     console.print(summary_text(reports))
     if any(r.verdict not in ("admitted", "quarantined") for r in reports):
+        raise typer.Exit(1)
+
+
+@app.command()
+def reconcile(site: str = typer.Option(None), rack: str = typer.Option(None), node: list[str] = typer.Option(None),
+              tag: str = typer.Option(None), config: Path = typer.Option(None, help="Settings file.")) -> None:
+    """Make Kubernetes agree with NetBox: quarantined and inspection nodes cordoned and
+    tainted, draining ones cordoned (what the scheduled ``reconcile`` flow does). Exit 1
+    when a node could not be made to agree."""
+    from bringup.stages import reconcile_fleet
+    rows = reconcile_fleet(_ctx(config), site=site, rack=rack, tag=tag, names=node or None)
+    table = Table("node", "netbox", "kubernetes before", "action", "kubernetes after", "error", title="reconcile")
+    for r in rows:
+        table.add_row(*r.as_dict().values())
+    console.print(table if rows else "no node is out of service in NetBox")
+    if any(r.error for r in rows):
         raise typer.Exit(1)
 
 

@@ -45,6 +45,14 @@ class SiteRuntime:
         from bringup.stages import due_for_reburnin
         return due_for_reburnin(self.ctx, **selection)
 
+    def reconcile(self, targets: list | None = None, **selection: Any) -> list:
+        """Kubernetes made to agree with NetBox for ``targets`` (or the nodes ``selection``
+        reads from NetBox); optional in a runtime (see flows.reconcile)."""
+        from bringup.stages import reconcile_fleet, reconcile_targets
+        if targets is None:
+            return reconcile_fleet(self.ctx, **selection)
+        return reconcile_targets(self.ctx, targets)
+
 
 _lock = threading.Lock()
 _runtimes: dict[str | None, Runtime] = {}

@@ -31,6 +31,7 @@ from bringup.results import NodeReport, StepResult, interleave_by
 from . import runtime
 from .artifacts import publish_fleet, publish_node
 from .limits import BMC_LIMIT, INSTALL_LIMIT, burnin_limit, drain_releases, ensure_rack_limits, slot
+from .reconcile import converge
 
 
 def transient_only(task, task_run, state) -> bool:
@@ -120,7 +121,7 @@ def walk_node(node: str, rack: str, params: dict, *, config: str | None = None, 
         state = lc.begin_reburnin(node) if reburnin else lc.start(node, force=force)
         if not path(state, target):
             log.info("%s is %s: nothing to do%s", node, state, "" if force else " (force=True to redo)")
-        while state != target and lc.handler(state) is not None:
+        while path(state, target):   # never past the target, never towards one behind the node
             before = state
             for st in lc.pending_steps(node, state):
                 res = run_step(node, rack, state.value, st.name, params, config=config, order=order,
@@ -135,6 +136,8 @@ def walk_node(node: str, rack: str, params: dict, *, config: str | None = None, 
         if exc.controller_fault:
             controller_error = f"{node}: {exc}"
             log.error("%s: stopped by an error on the controller's side: %s", node, exc)
+            if exc.transient:  # our service still down after the retries: run_step held nothing
+                lc.hold(node, str(exc))
         else:  # retries exhausted: the node stays where it is, with the reason
             log.error("%s: held after retries: %s", node, exc)
             lc.hold(node, held_reason(exc))
@@ -154,8 +157,9 @@ def fan_out(selected, params: dict, *, config: str | None = None, force: bool = 
             until: str = State.ACTIVE.value, prefix: str = "commission", reburnin: bool = False) -> list[dict]:
     """Walk each selected node side by side, then publish the fleet table. Nodes take turns
     rack by rack (in starting and in every queue for a shared limit), so every rack's
-    burn-in slots fill early and stay busy. Fails loudly, after publishing, when an error
-    on the controller's side stopped any node."""
+    burn-in slots fill early and stay busy. Ends by making Kubernetes agree with NetBox for
+    the nodes it left out of service (flows.reconcile). Fails loudly, after publishing,
+    when an error on the controller's side stopped any node or left one unreconciled."""
     selected = list(selected)
     ensure_rack_limits([s.rack for s in selected])
     futures = [walk_node.submit(s.name, s.rack, params, config=config, force=force, until=until, prefix=prefix,
@@ -166,6 +170,7 @@ def fan_out(selected, params: dict, *, config: str | None = None, force: bool = 
     publish_fleet(reports, prefix=prefix)
     drain_releases()  # the run ends with every slot it took back on the server
     errors = [w.controller_error for w in walks if w.controller_error]
+    errors += converge(reports, config=config, prefix=prefix)  # the cluster agrees with NetBox, or the run fails
     if errors:
         raise RunFailed(f"{len(errors)} node(s) stopped by errors on the controller's side:\n  "
                         + "\n  ".join(errors[:20]),

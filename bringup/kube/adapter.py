@@ -37,6 +37,7 @@ from ..errors import (
     KubeConflictError,
     KubeError,
     KubeNotFoundError,
+    KubeTLSError,
     KubeTransientError,
 )
 from ..labels import PREFIX, QUARANTINE_KEY, REASON_ANNOTATION, quarantine_taint, reason_code, validate_labels
@@ -101,7 +102,7 @@ class KubeAdapter:
             raise KubeError(msg) from None
         except urllib3.exceptions.MaxRetryError as exc:
             if isinstance(exc.reason, urllib3.exceptions.SSLError):
-                raise KubeError(f"{what}: TLS failed: {exc.reason}",
+                raise KubeTLSError(f"{what}: TLS failed: {exc.reason}",
                                 hint="check the cluster CA in the kubeconfig") from None
             raise KubeTransientError(f"{what}: API server unreachable: {exc.reason}",
                                      hint="check that the API server is up; retry later") from None
@@ -185,15 +186,20 @@ class KubeAdapter:
     def wait_node_ready(self, name: str, timeout: float, poll: float = 2.0) -> NodeState:
         deadline = self._clock() + timeout
         last = "not registered"
+        unreachable: KubeTransientError | None = None
         while True:
             try:
                 state = self.node_state(name)
                 if state.ready:
                     return state
                 last = f"Ready is not True ({state.ready_reason})" if state.exists else "not registered"
+                unreachable = None
             except KubeTransientError as exc:
-                last = str(exc)  # keep waiting: the API server may be restarting
+                last, unreachable = str(exc), exc  # keep waiting: the API server may be restarting
             if self._clock() >= deadline:
+                if unreachable is not None:  # we could not look: the API server's fault, not the node's
+                    raise KubeTransientError(f"node {name}: could not tell whether it is Ready within "
+                                             f"{timeout:g}s: {unreachable.args[0]}", hint=unreachable.hint)
                 raise KubeError(f"node {name} did not become Ready within {timeout:g}s; last seen: {last}",
                                 hint="check kubeadm join output and the kubelet on the node")
             self._sleep(min(poll, max(0.0, deadline - self._clock())))

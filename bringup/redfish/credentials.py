@@ -2,7 +2,9 @@
 
 The file is YAML: a mapping of BMC address -> ``{username, password}``, with an optional
 ``default`` entry for every other BMC (the lab writes only ``default``). It should be
-mode 0600; passwords never reach logs (:class:`Credentials` hides them in its repr).
+mode 0600 (a wider one is refused before it is read); passwords never reach logs
+(:class:`Credentials` hides them in its repr). Every problem with it is a
+:class:`~bringup.errors.SecretFileError`: the controller's, never a node's.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from bringup.errors import ConfigError
+from bringup.errors import ConfigError, SecretFileError
 from bringup.yamlio import load_file
 
 from .transport import Credentials
@@ -20,18 +22,24 @@ from .transport import Credentials
 def load_credentials(path: str | Path) -> Callable[[str], Credentials]:
     """Read the file once; return ``credentials_for(address)`` as :func:`bringup.discovery.discover` wants."""
     p = Path(path)
+    try:
+        mode = p.stat().st_mode
+    except OSError as exc:
+        raise SecretFileError(f"cannot read the BMC credentials file {p}: {exc.strerror}",
+                              hint="check bmc_credentials_file in the controller's settings") from None
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise SecretFileError(f"{p} is readable by other users (mode {stat.S_IMODE(mode):04o})",
+                              hint=f"run `chmod 600 {p}`")
     doc = load_file(p)
     if not isinstance(doc.data, dict):
-        raise ConfigError(f"{p}: expected a mapping of BMC address -> {{username, password}}",
-                          hint="see `default: {username: ..., password: ...}` in the lab's secrets/bmc.yaml")
+        raise SecretFileError(f"{p}: expected a mapping of BMC address -> {{username, password}}",
+                              hint="see `default: {username: ..., password: ...}` in the lab's secrets/bmc.yaml")
     table: dict[str, Credentials] = {}
     for key, entry in doc.data.items():
         if not isinstance(entry, dict) or not entry.get("username") or entry.get("password") is None:
-            raise ConfigError(f"{doc.where((key,))}: entry {key!r} needs username and password",
-                              hint="fix that entry")
+            raise SecretFileError(f"{doc.where((key,))}: entry {key!r} needs username and password",
+                                  hint="fix that entry")
         table[str(key)] = Credentials(str(entry["username"]), str(entry["password"]))
-    if p.stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise ConfigError(f"{p} is readable by other users", hint=f"run `chmod 600 {p}`")
 
     def credentials_for(address: str) -> Credentials:
         found = table.get(address) or table.get("default")

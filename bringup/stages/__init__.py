@@ -18,6 +18,7 @@ from .burnin import burn_in
 from .discover import discover
 from .judge import judge
 from .provision import bios, configure, install
+from .reconcile import Row, Target, reconcile_fleet, reconcile_targets
 from .select import Selected, due_for_reburnin, select
 
 #: step name (as in lifecycle.TABLE) -> function(ctx, node, params)
@@ -33,4 +34,5 @@ def lifecycle(ctx: Context) -> Lifecycle:
                      spool=Spool(ctx.settings.spool_path()))
 
 
-__all__ = ["STEPS", "Selected", "due_for_reburnin", "lifecycle", "select"]
+__all__ = ["STEPS", "Row", "Selected", "Target", "due_for_reburnin", "lifecycle", "reconcile_fleet",
+           "reconcile_targets", "select"]

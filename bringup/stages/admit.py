@@ -1,6 +1,6 @@
 """The cluster side of the lifecycle: step ``join`` (state validating: join, wait for
 Ready, label, schedulable), step ``drain`` (state draining), and the isolation of a
-quarantined node (cordon and taint with the reason)."""
+quarantined node (cordon and taint with the reason, confirmed by reading it back)."""
 
 from __future__ import annotations
 
@@ -64,5 +64,7 @@ def drain_node(ctx: Context, rec: NodeRecord, timeout: float = 300.0) -> str:
 
 
 def isolate(ctx: Context, rec: NodeRecord, reason: str) -> str:
-    """Cordon and taint a quarantined node, with the reason visible on it."""
-    return ctx.kube.quarantine(rec.name, reason).message
+    """Cordon and taint a quarantined node, with the reason visible on it; retried until
+    the API server confirms it (see :func:`bringup.stages.reconcile.isolate`)."""
+    from .reconcile import isolate as isolate_confirmed
+    return isolate_confirmed(ctx.kube, rec.name, reason)

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..context import Context
-from ..errors import ConfigError, RedfishAuthError, RedfishTimeoutError
+from ..errors import ConfigError, ControllerFault, RedfishAuthError, RedfishTimeoutError
 from ..netbox_adapter import NodeRecord
 from ..results import Evidence, StepResult
 
@@ -32,6 +32,9 @@ def discover(ctx: Context, rec: NodeRecord, params: Mapping[str, Any]) -> StepRe
                                    hint="fix bmc_credentials_file in the controller's settings")
         if d.error_kind == "config":
             raise ConfigError(f"{rec.name}: {d.error}")
+        if d.error_kind == "internal":  # a bug of ours says nothing about the node's hardware
+            raise ControllerFault(f"{rec.name}: discovery failed inside bringup: {d.error}",
+                                  hint="a bug of the controller: report it with the log; the node is held")
         if d.error_kind in ("timeout", "redfish"):
             raise RedfishTimeoutError(f"{rec.name}: BMC {rec.bmc_address} could not be read: {d.error}",
                                       hint="check the BMC is powered and reachable")
