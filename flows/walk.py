@@ -137,7 +137,7 @@ def walk_node(node: str, rack: str, params: dict, *, config: str | None = None, 
             controller_error = f"{node}: {exc}"
             log.error("%s: stopped by an error on the controller's side: %s", node, exc)
             if exc.transient:  # our service still down after the retries: run_step held nothing
-                lc.hold(node, str(exc))
+                lc.hold(node, held_reason(exc))
         else:  # retries exhausted: the node stays where it is, with the reason
             log.error("%s: held after retries: %s", node, exc)
             lc.hold(node, held_reason(exc))

@@ -201,14 +201,15 @@ def test_reconcile_asks_for_the_cluster_only_when_a_node_needs_it():
     assert rows[0].error == "settings have no kubeconfig"
 
 
-def test_the_real_lifecycle_isolates_through_the_confirmed_retry(monkeypatch):
+def test_the_real_lifecycle_isolates_through_the_confirmed_retry(monkeypatch, tmp_path):
     """The production wiring: the engine ``stages.lifecycle`` builds isolates a node with
     the retrying, confirming isolate (a dropped patch is not taken for done)."""
     from bringup import stages
 
     kube = FakeCluster("n1")
     kube.deaf = 1
-    ctx = type("Ctx", (), {"kube": kube})()
+    settings = type("S", (), {"netbox_outage_s": 0, "spool_path": lambda self: tmp_path})()
+    ctx = type("Ctx", (), {"kube": kube, "settings": settings})()
     monkeypatch.setattr(rc.time, "sleep", lambda s: None)
     lc = stages.lifecycle(ctx)
     assert "read back" in lc.on_quarantine(type("R", (), {"name": "n1"})(), "xid 79")
