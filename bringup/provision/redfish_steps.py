@@ -99,11 +99,14 @@ def _wait_watching_bmc(bmc: Bmc, ssh_wait: Callable[[float], Any], marker: set[s
             return ssh_wait(slice_s), None
         except HostKeyMismatch:
             raise
-        except SSHError:
+        except SSHError as exc:
             failure = bmc.boot_failure(marker)
             if failure is not None:
                 return None, failure
             if time.monotonic() >= deadline:
-                raise
+                # the last slice's error says "within <slice>s": say how long we waited in all
+                raise SSHError(str(exc.args[0] if exc.args else exc).replace(
+                    f"within {slice_s:.0f}s", f"within {wait_timeout:.0f}s", 1),
+                               hint=getattr(exc, "hint", "")) from exc
             # a wait that gave up early (refused at once) must not turn this into a BMC poll loop
             time.sleep(max(0.0, started + slice_s - time.monotonic()))

@@ -104,3 +104,20 @@ def test_pack_agent_leaves_caches_out(tmp_path):
         names = tar.getnames()
     assert "burnin/__main__.py" in names
     assert not any("__pycache__" in n for n in names)
+
+
+def test_a_node_that_never_returns_is_reported_with_the_whole_wait_not_the_last_slice():
+    """Seen on the fault suite: "no SSH answer within 0s" for a node waited on for 300 s."""
+    m = load_manifest("ubuntu-2404-cuda128")
+    bmc = RecordingBmc()
+    bmc.log_marker = lambda: set()
+    bmc.boot_failure = lambda marker: None
+
+    def ssh_wait(seconds):
+        raise SSHError(f"node x never came back: no SSH answer within {seconds:.0f}s after the install",
+                       hint="check the console")
+
+    with pytest.raises(SSHError) as err:
+        install_os(bmc, m, "http://mirror.invalid/u.iso", ssh_wait=ssh_wait, wait_timeout=1.6, poll=1.2)
+    assert "no SSH answer within 2s after" in str(err.value)
+    assert str(err.value).count("check the console") == 1
