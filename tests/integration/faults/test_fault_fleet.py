@@ -75,10 +75,10 @@ def test_each_fault_leaves_a_reason_that_says_what_failed(fault_run, node):
 def test_no_result_produced_is_lost(fault_run, seeded):
     for node in BURNED_IN:
         rec = fault_run["nodes"][node]
-        index = rec.custom_fields.get("bringup_evidence") or {}
-        assert "burnin" in index, (node, sorted(index))
+        docs = (rec.custom_fields.get("bringup_evidence") or {}).get("docs") or {}
+        assert "burnin" in docs, (node, sorted(docs))
         # the verdict that admitted or quarantined it is there too, with its reasons
-        assert "verdict" in index, (node, sorted(index))
+        assert "verdict" in docs, (node, sorted(docs))
 
 
 def test_only_admitted_nodes_are_schedulable(fault_run, fault_lab):
