@@ -24,6 +24,13 @@ def pid_of(run_dir: Path, name: str) -> int | None:
         pid = int(pidfile.read_text().strip())
     except (OSError, ValueError):
         return None
+    # a killed child of ours stays a zombie until reaped, and a zombie still answers
+    # kill(0): reap it, and take any other zombie for dead (seen: a NetBox killed by a
+    # fault test could not be started again, its pid file "alive")
+    _reap(pid)
+    if _zombie(pid):
+        pidfile.unlink(missing_ok=True)
+        return None
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -83,6 +90,14 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
         pass
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[:1] == ["Z"]
 
 
 def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
