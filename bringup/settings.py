@@ -87,6 +87,9 @@ class Settings(BaseModel):
     image: str = ""
     #: URL the BMCs fetch OS images from (virtual media); {name} is the manifest name
     media_url: str = ""
+    #: how long a node may take from the install's power-on to its first SSH answer (a real
+    #: server's unattended install takes 10-20 minutes; the lab's is instant)
+    install_wait_s: float = 300.0
     #: results NetBox could not take wait here for the next run (None: <state dir>/spool)
     spool_dir: Path | None = None
     #: how long a NetBox write is retried through an outage before the result is spooled

@@ -50,7 +50,7 @@ def bios(ctx: Context, rec: NodeRecord, params: Mapping[str, Any]) -> StepResult
                                          summary=f"BIOS profile {rec.sku.bios_profile} applied and read back")])
 
 
-def install(ctx: Context, rec: NodeRecord, params: Mapping[str, Any], ssh_timeout: float = 300.0) -> StepResult:
+def install(ctx: Context, rec: NodeRecord, params: Mapping[str, Any], ssh_timeout: float | None = None) -> StepResult:
     """Install the SKU's image over virtual media and wait for SSH with the pinned host key.
 
     Re-installing wipes a node, so it is never repeated blindly: if NetBox records this
@@ -60,6 +60,8 @@ def install(ctx: Context, rec: NodeRecord, params: Mapping[str, Any], ssh_timeou
     from ..ssh import expected_host_key, wait_for_ssh
 
     manifest = manifest_of(rec)
+    if ssh_timeout is None:
+        ssh_timeout = float(getattr(ctx.settings, "install_wait_s", 300.0))
     port = ctx.settings.ssh_port
     key = expected_host_key(Path(ctx.settings.ssh_known_hosts), rec.address, port)
     if rec.custom_fields.get("image_id") == manifest.name and _answers(rec, port, key):

@@ -27,7 +27,7 @@ def flow_fleet():
 
 
 def start_fleet_lab(home: Path, fleet, fleet_path: Path, kube_listen: str, *, netbox_url: str,
-                    netbox_token_file: Path, prefect_api_url: str):
+                    netbox_token_file: Path, prefect_api_url: str, **extra):
     """Start the simulators (BMCs, nodes, Kubernetes API) of one fleet under ``home`` and
     write its settings file. Returns (settings path, stop function)."""
     from lab import procs
@@ -66,6 +66,7 @@ def start_fleet_lab(home: Path, fleet, fleet_path: Path, kube_listen: str, *, ne
         "ssh_known_hosts": str(home / "secrets" / "known_hosts"),
         "kubeconfig": str(home / "kube" / "kubeconfig"),
         "image": "ubuntu-2404-cuda128",
+        **extra,
     }
     path = home / "config.yaml"
     path.write_text(yaml.safe_dump(settings))
@@ -128,6 +129,7 @@ def fault_lab(tmp_path_factory, fault_fleet, seeded, netbox_server, prefect_serv
     path, stop = start_fleet_lab(home, fault_fleet, FAULT_FLEET, FAULT_KUBE_LISTEN,
                                  netbox_url=netbox_server.url(58081),
                                  netbox_token_file=lab_paths.secrets / "netbox-token",
-                                 prefect_api_url=prefect_server.api_url)
+                                 prefect_api_url=prefect_server.api_url,
+                                 install_wait_s=60)
     yield path
     stop()

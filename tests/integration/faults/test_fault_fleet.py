@@ -24,7 +24,7 @@ NOT_ADMITTED = {
     "fs-r3-bmctimeout": ({"planned"}, ["no answer", "timed out", "timeout"]),
     "fs-r3-neverback": ({"quarantined"}, ["SSH", "ssh"]),
     "fs-r4-sshdrop": ({"quarantined", "provisioned"}, ["SSH", "ssh", "connection"]),
-    "fs-r4-toolhang": ({"quarantined"}, ["all_reduce_perf"]),
+    "fs-r4-toolhang": ({"quarantined"}, ["gpu_burn"]),
     "fs-r5-garbage": ({"quarantined"}, ["gpu_burn"]),
     "fs-r5-truncated": ({"quarantined"}, ["all_reduce_perf", "nccl"]),
 }
@@ -51,8 +51,9 @@ def fault_run(fault_lab, flow_env, seeded):
 
 
 def test_the_run_ends_bounded(fault_run):
-    # bounded by the slowest scenario (a node that never returns: the 300 s SSH wait)
-    assert fault_run["took"] < 1200, fault_run["took"]
+    # bounded by the slowest scenarios: a node that never returns (the lab's 60 s install
+    # wait), a BMC that never answers (timeouts and retries), a hung tool (its budget)
+    assert fault_run["took"] < 900, fault_run["took"]
 
 
 def test_only_healthy_nodes_are_admitted(fault_run):
