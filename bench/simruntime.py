@@ -94,8 +94,9 @@ class FileRecords:
                 self._write(node, None, None, {leases.FIELD: new}, (), ())
             return result
 
-    def claim(self, node, me, ttl):
-        return self._swap(node, lambda cur: leases.claim_change(node.name, cur, me, leases.utcnow(), ttl))
+    def claim(self, node, me, ttl, ended=None):
+        return self._swap(node, lambda cur: leases.claim_change(node.name, cur, me, leases.utcnow(), ttl,
+                                                                          leases.holder_gone(me, ended)))
 
     def renew(self, node, holder, ttl):
         return self._swap(node, lambda cur: leases.renew_change(node.name, cur, holder, leases.utcnow(), ttl))

@@ -244,3 +244,11 @@ class DrainTimeoutError(KubeError, TransientError):
 # --- the lab ---------------------------------------------------------------------------
 class LabError(BringupError):
     """A lab service could not be installed, started or reached."""
+
+
+def held_reason(exc: BaseException) -> str:
+    """Why a node is held once the orchestrator's retries of a transient error ran out:
+    which system stayed unreachable, and the last error (never an empty reason)."""
+    what = ("BMC unreachable" if isinstance(exc, RedfishError) else
+            "node unreachable over SSH" if isinstance(exc, SSHError) else "still failing")
+    return f"{what} after retries: {str(exc) or type(exc).__name__}"

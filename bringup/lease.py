@@ -160,6 +160,27 @@ def dead_here(me: Claimant, alive: Callable[[int], bool] = pid_alive) -> Callabl
     return dead
 
 
+def holder_gone(me: Claimant, ended: Callable[[str], bool] | None = None,
+                alive: Callable[[int], bool] = pid_alive) -> Callable[[Lease], bool]:
+    """A predicate: the lease's holder is known to be gone, because its process on this
+    host is (:func:`dead_here`) or because ``ended(run)`` says its run is over (the
+    orchestrator knows: a run that ended while NetBox was away could not give its leases
+    back). A failing ``ended`` knows nothing, and the lease runs out by time."""
+    here = dead_here(me, alive)
+
+    def gone(lease: Lease) -> bool:
+        if here(lease):
+            return True
+        if ended is None or not lease.run or lease.holder == me.holder:
+            return False
+        try:
+            return bool(ended(lease.run))
+        except (OSError, ValueError, RuntimeError) as exc:
+            log.debug("could not tell whether run %s ended: %s", lease.run, exc)
+            return False
+    return gone
+
+
 def decide(current: Any, me: str, now: datetime, dead: Callable[[Lease], bool] | None = None) -> Decision:
     """Whose node it is, for holder ``me`` at ``now``: ``free`` (no lease, expired, or its
     holder is known dead), ``mine`` (my lease, not expired) or ``held`` (someone else's)."""

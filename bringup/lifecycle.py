@@ -21,10 +21,8 @@ of ``draining``. A rerun resumes in the state NetBox records, skipping the steps
 state whose evidence it already holds. ``force`` restarts a node from ``planned``,
 draining it first if it serves.
 
-One run holds a node at a time (its lease, :mod:`bringup.lease`): a run that holds
-leases passes its holder id to :meth:`Lifecycle.run_step`, which re-reads the lease
-before it records a result and refuses (:class:`~bringup.lease.LeaseLost`) when the run
-no longer holds the node.
+One run holds a node at a time (its lease, :mod:`bringup.lease`): :meth:`Lifecycle.run_step`
+re-reads it before recording and refuses (``LeaseLost``) once the run lost the node.
 
 Which errors are whose: a :class:`~bringup.errors.TransientError` is raised to the
 orchestrator, which retries; a :class:`~bringup.errors.ControllerFault` (our settings,
@@ -38,11 +36,12 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any
 
 from . import lease as leases
 from .errors import BringupError, ConfigError, ControllerFault, NetBoxUnavailable, TransientError
-from .results import Evidence, NodeReport, StepResult
+from .lifecycle_ports import Records, StepFn
+from .results import NodeReport, StepResult
 
 log = logging.getLogger(__name__)
 
@@ -130,15 +129,6 @@ def parse_state(value: Any) -> State:
                          f"({', '.join(State)})", hint="fix the device's bringup_stage in NetBox")
 
 
-def held_reason(exc: BaseException) -> str:
-    """Why a node is held once the orchestrator's retries of a transient error ran out:
-    which system stayed unreachable, and the last error (never an empty reason)."""
-    from .errors import RedfishError, SSHError
-    what = ("BMC unreachable" if isinstance(exc, RedfishError) else
-            "node unreachable over SSH" if isinstance(exc, SSHError) else "still failing")
-    return f"{what} after retries: {str(exc) or type(exc).__name__}"
-
-
 def check(src: State, dst: State) -> None:
     if (src, dst) not in ALLOWED:
         raise LifecycleError(f"the lifecycle does not allow {src} -> {dst}")
@@ -167,26 +157,6 @@ def path(state: State, until: State = State.ACTIVE) -> list[State]:
     return out if state == until else []
 
 
-# --- the ports the engine is handed ------------------------------------------------------------
-class Records(Protocol):
-    """Where node records live (NetBox in production: :class:`bringup.records.NetBoxRecords`)."""
-
-    def node(self, name: str) -> Any: ...
-    def write(self, node: Any, *, stage: str | None = None, status: str | None = None,
-              fields: dict[str, Any] | None = None, add_tags: tuple[str, ...] = (),
-              remove_tags: tuple[str, ...] = ()) -> None: ...
-    def journal(self, node: Any, text: str, kind: str = "info") -> None: ...
-    def put_evidence(self, node: Any, evidence: list[Evidence]) -> dict[str, Any]: ...
-    def report(self, node: Any, verdict: str) -> NodeReport: ...
-    # the node's lease (see bringup.lease): each one compare-and-swap
-    def lease(self, node: Any) -> Any: ...
-    def claim(self, node: Any, me: leases.Claimant, ttl: float) -> leases.LeaseHeld | None: ...
-    def renew(self, node: Any, holder: str, ttl: float) -> str | None: ...
-    def release(self, node: Any, holder: str) -> None: ...
-
-
-#: a step function: (node record, run parameters) -> result
-StepFn = Callable[[Any, Mapping[str, Any]], StepResult]
 QUARANTINE_TAG = "bringup-quarantine"
 REBURNIN_TAG = "bringup-reburnin"
 PROGRESS = "progress"
@@ -392,10 +362,12 @@ class Lifecycle:
         return State.DRAINING
 
     # --- leases: one run holds a node at a time ------------------------------------------------------
-    def acquire(self, name: str, me: leases.Claimant, ttl: float = leases.TTL_S) -> leases.LeaseHeld | None:
-        """Take the node's lease for ``me``; who holds it instead, when another live run does."""
+    def acquire(self, name: str, me: leases.Claimant, ttl: float = leases.TTL_S,
+                ended: Callable[[str], bool] | None = None) -> leases.LeaseHeld | None:
+        """Take the node's lease for ``me``; who holds it instead, when another live run does.
+        ``ended(run)`` tells whether a holding run is over (its lease is then free)."""
         node = self.records.node(name)
-        held = self.records.claim(node, me, ttl)
+        held = self.records.claim(node, me, ttl, ended=ended)
         if held is None:  # renewals reuse this record: a full node read costs several requests
             self._leased[(name, me.holder)] = node
         return held

@@ -75,8 +75,9 @@ class NetBoxRecords:
     def lease(self, node: NodeRecord) -> Any:
         return self._retry(self.ctx.netbox.device_fields, node.id)[1].get(leases.FIELD)
 
-    def claim(self, node: NodeRecord, me: leases.Claimant, ttl: float) -> leases.LeaseHeld | None:
-        dead = leases.dead_here(me)
+    def claim(self, node: NodeRecord, me: leases.Claimant, ttl: float,
+              ended: Callable[[str], bool] | None = None) -> leases.LeaseHeld | None:
+        dead = leases.holder_gone(me, ended)
         return self._cas(node, lambda cur: leases.claim_change(node.name, cur, me, leases.utcnow(), ttl, dead))
 
     def renew(self, node: NodeRecord, holder: str, ttl: float) -> str | None:

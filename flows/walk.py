@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from bringup.errors import BringupError
+from bringup.errors import BringupError, held_reason
 from bringup.lease import RENEW_EVERY_S, Claimant, LeaseHeld, Renewer
-from bringup.lifecycle import Lifecycle, State, held_reason, parse_state, path
+from bringup.lifecycle import Lifecycle, State, parse_state, path
 from bringup.results import NodeReport, StepResult, interleave_by
 
 from . import runtime
@@ -81,6 +81,25 @@ def claimant() -> Claimant:
     return Claimant.here(str(flow_run.id or f"local-{uuid4().hex[:12]}"))
 
 
+def run_ended(run: str) -> bool:
+    """Whether the Prefect flow run ``run`` (a lease's holder) is over: a run that ended
+    while NetBox was away could not give its leases back, and must not keep its nodes
+    until the leases run out."""
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+    try:
+        run_id = UUID(run)
+    except ValueError:  # not a flow run's id (a one-off use of the lifecycle)
+        return False
+    try:
+        with get_client(sync_client=True) as client:
+            state = client.read_flow_run(run_id).state
+    except Exception as exc:
+        raise RuntimeError(f"could not read flow run {run}: {exc}") from exc
+    return bool(state and state.is_final())
+
+
 def skipped(lc: Lifecycle, node: str, held: LeaseHeld, force: bool) -> NodeReport:
     """The report of a node another run holds: verdict ``held``, and by whom."""
     why = f"{held.message()}: skipped"
@@ -110,7 +129,7 @@ def walk_node(node: str, rack: str, params: dict, *, config: str | None = None, 
     me = claimant()
     lease = ExitStack()  # the node's lease: renewed while the node walks, given back at the end
     try:
-        held = lc.acquire(node, me)
+        held = lc.acquire(node, me, ended=run_ended)
         if held is not None:
             report = skipped(lc, node, held, force)
             log.warning("%s", report.reasons[0])

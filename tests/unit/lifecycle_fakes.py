@@ -88,8 +88,9 @@ class MemoryRecords:
             self.versions[name] += 1
         return leases.cas(read, write, change)
 
-    def claim(self, node, me, ttl):
-        return self._cas(node, lambda cur: leases.claim_change(node.name, cur, me, leases.utcnow(), ttl))
+    def claim(self, node, me, ttl, ended=None):
+        return self._cas(node, lambda cur: leases.claim_change(node.name, cur, me, leases.utcnow(), ttl,
+                                                                          leases.holder_gone(me, ended)))
 
     def renew(self, node, holder, ttl):
         return self._cas(node, lambda cur: leases.renew_change(node.name, cur, holder, leases.utcnow(), ttl))

@@ -278,3 +278,18 @@ def test_schema_declares_the_lease_field():
     from bringup.nbschema import load_schema
     cf = {c["name"]: c for c in load_schema().custom_fields}
     assert cf[leases.FIELD]["type"] == "json" and cf[leases.FIELD]["type"] == cf["bringup_evidence"]["type"]
+
+
+def test_a_lease_whose_run_is_over_is_free_and_one_whose_run_is_unknown_is_not():
+    """Seen in the fault suite: a run that ended while NetBox was down could not give its
+    lease back, and the rerun right after skipped the node for the lease's whole TTL."""
+    now = leases.utcnow()
+    current = lease_of(B, expires_in=3600, at=now)
+    over = leases.holder_gone(A, ended=lambda run: run == B.run)
+    assert leases.decide(current, A.holder, now, over) == "free"
+    running = leases.holder_gone(A, ended=lambda run: False)
+    assert leases.decide(current, A.holder, now, running) == "held"
+
+    def cannot_tell(run):
+        raise RuntimeError("orchestrator away")
+    assert leases.decide(current, A.holder, now, leases.holder_gone(A, ended=cannot_tell)) == "held"

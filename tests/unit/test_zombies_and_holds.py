@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from lifecycle_fakes import MemoryRecords
 
-from bringup.errors import RedfishTimeoutError, SSHUnreachable, UnavailableError
-from bringup.lifecycle import STEP_NAMES, Lifecycle, held_reason
+from bringup.errors import RedfishTimeoutError, SSHUnreachable, UnavailableError, held_reason
+from bringup.lifecycle import STEP_NAMES, Lifecycle
 from bringup.results import StepResult
 
 
