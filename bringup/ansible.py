@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import AnsibleSetupError, AnsibleTimeout, ConfigError
+from .localfiles import pid_alive
 from .resources import data_dir
 from .settings import private_dir, state_dir
 
@@ -123,23 +124,13 @@ def runner_root() -> Path:
     return state_dir() / "runner"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
-
-
 def sweep_runner_dirs(root: Path) -> list[Path]:
     """Remove the run folders of controllers that died (``<pid>-*`` whose pid is gone);
     returns what was removed."""
     removed = []
     for d in sorted(root.glob("*-*")) if root.is_dir() else []:
         pid = d.name.split("-", 1)[0]
-        if d.is_dir() and pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+        if d.is_dir() and pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
             shutil.rmtree(d, ignore_errors=True)
             removed.append(d)
     return removed

@@ -34,6 +34,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Self
 
 from .errors import BringupError, ControllerFault, PreconditionFailed
+from .localfiles import pid_alive
 
 FIELD = "bringup_lease"
 #: a lease lasts this long unless renewed; a run renews it every TTL_S / 3, so one failed
@@ -136,19 +137,6 @@ def _utc(text: str) -> datetime:
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this PID lives in this PID namespace."""
-    if pid <= 0:
-        return True   # unknown: assume alive, the lease expires by time
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
 
 
 def dead_here(me: Claimant, alive: Callable[[int], bool] = pid_alive) -> Callable[[Lease], bool]:

@@ -8,12 +8,12 @@ itself; a real site writes its own and points ``BRINGUP_CONFIG`` at it.
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .errors import ConfigError, SecretFileError
+from .errors import ConfigError
+from .localfiles import read_secret_file
 from .yamlio import load_file, validation_error
 
 
@@ -33,21 +33,6 @@ def private_dir(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     path.chmod(0o700)
     return path
-
-
-def read_secret_file(path: Path, what: str) -> str:
-    """The text of a secret file, which must be ours alone (mode 0600 or narrower): a token
-    others can read is a token others have."""
-    try:
-        mode = path.stat().st_mode
-        text = path.read_text()
-    except OSError as exc:
-        raise SecretFileError(f"cannot read the {what} {path}: {exc.strerror}",
-                              hint="run `bringup lab up` or fix the path in the settings") from None
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise SecretFileError(f"the {what} {path} is mode {stat.S_IMODE(mode):04o}; it must be 0600",
-                              hint=f"run `chmod 600 {path}`")
-    return text
 
 
 def lab_home() -> Path:
@@ -99,7 +84,8 @@ class Settings(BaseModel):
         return Path(self.spool_dir) if self.spool_dir else state_dir() / "spool"
 
     def netbox_token(self) -> str:
-        return read_secret_file(Path(self.netbox_token_file), "NetBox token file").strip()
+        return read_secret_file(self.netbox_token_file, "NetBox token file",
+                                missing_hint="run `bringup lab up` or fix netbox_token_file in the settings").strip()
 
 
 def config_path() -> Path:

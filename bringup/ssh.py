@@ -12,13 +12,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import socket
-import stat
 import time
 from pathlib import Path
 
 import paramiko
 
 from .errors import ConfigError, HostKeyMismatch, SecretFileError, SSHError
+from .localfiles import check_secret_file
 
 
 def fingerprint(key_blob: bytes) -> str:
@@ -43,15 +43,7 @@ def check_private_key(path: str | Path) -> Path:
     unencrypted private key. OpenSSH silently ignores a key others can read (mode 0644)
     and every node would then look unreachable, and be blamed for it: the controller's
     mistake must stop the run here, as a :class:`SecretFileError` (a controller fault)."""
-    p = Path(path)
-    try:
-        mode = p.stat().st_mode
-    except OSError as exc:
-        raise SecretFileError(f"cannot read the SSH private key {p}: {exc.strerror}",
-                              hint="check ssh_key_file in the controller's settings") from None
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise SecretFileError(f"the SSH private key {p} is mode {stat.S_IMODE(mode):04o}; OpenSSH refuses a "
-                              "private key other users can read", hint=f"run `chmod 600 {p}` on the controller")
+    p = check_secret_file(path, "SSH private key", missing_hint="check ssh_key_file in the controller's settings")
     try:
         paramiko.PKey.from_path(p)
     # paramiko says "encrypted" with its own exception for PEM keys; for OpenSSH-format

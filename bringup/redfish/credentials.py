@@ -9,11 +9,11 @@ mode 0600 (a wider one is refused before it is read); passwords never reach logs
 
 from __future__ import annotations
 
-import stat
 from collections.abc import Callable
 from pathlib import Path
 
 from bringup.errors import ConfigError, SecretFileError
+from bringup.localfiles import check_secret_file
 from bringup.yamlio import load_file
 
 from .transport import Credentials
@@ -21,15 +21,8 @@ from .transport import Credentials
 
 def load_credentials(path: str | Path) -> Callable[[str], Credentials]:
     """Read the file once; return ``credentials_for(address)`` as :func:`bringup.discovery.discover` wants."""
-    p = Path(path)
-    try:
-        mode = p.stat().st_mode
-    except OSError as exc:
-        raise SecretFileError(f"cannot read the BMC credentials file {p}: {exc.strerror}",
-                              hint="check bmc_credentials_file in the controller's settings") from None
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise SecretFileError(f"{p} is readable by other users (mode {stat.S_IMODE(mode):04o})",
-                              hint=f"run `chmod 600 {p}`")
+    p = check_secret_file(path, "BMC credentials file",
+                          missing_hint="check bmc_credentials_file in the controller's settings")
     doc = load_file(p)
     if not isinstance(doc.data, dict):
         raise SecretFileError(f"{p}: expected a mapping of BMC address -> {{username, password}}",

@@ -110,6 +110,21 @@ def seeded(flow_env, flow_fleet, netbox_server, postgres, netbox_url, netbox_tok
     return nb
 
 
+@pytest.fixture
+def reseeded(flow_env, flow_fleet, postgres, netbox_url, netbox_token):
+    """NetBox as on day one: every node planned again (the simulators keep their state)."""
+    from bringup.nbschema import load_schema
+    from bringup.netbox_adapter import NetBox, connect
+    from bringup.sku import load_skus
+    from lab.netbox_server import PRISTINE_DB
+    from lab.seed import seed
+    postgres.clone(PRISTINE_DB, "netbox_test")
+    nb = NetBox(connect(netbox_url, netbox_token))
+    nb.apply_schema(load_schema())
+    seed(nb, flow_fleet, load_skus())
+    return nb
+
+
 # --- the fault suite's fleet (tests/integration/faults) ----------------------------------------
 FAULT_FLEET = REPO / "tests" / "fixtures" / "fleets" / "faults.yaml"
 FAULT_KUBE_LISTEN = "127.0.0.1:56455"

@@ -22,7 +22,7 @@ def _mode(p: Path) -> int:
 
 def _dead_pid() -> int:
     pid = 4_194_304 + 17  # above the kernel's largest pid_max: never a live process
-    assert not ansible._alive(pid)
+    assert not ansible.pid_alive(pid)
     return pid
 
 

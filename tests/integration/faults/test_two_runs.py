@@ -28,21 +28,6 @@ INSTALLED = HEALTHY | {"ft-r01-n04", "ft-r02-n03", "ft-r02-n04"}
 BURNED_IN = HEALTHY | {"ft-r01-n04", "ft-r02-n04"}
 
 
-@pytest.fixture
-def reseeded(flow_env, flow_fleet, postgres, netbox_url, netbox_token):
-    """NetBox as on day one: every node planned again (the simulators keep their state)."""
-    from bringup.nbschema import load_schema
-    from bringup.netbox_adapter import NetBox, connect
-    from bringup.sku import load_skus
-    from lab.netbox_server import PRISTINE_DB
-    from lab.seed import seed
-    postgres.clone(PRISTINE_DB, "netbox_test")
-    nb = NetBox(connect(netbox_url, netbox_token))
-    nb.apply_schema(load_schema())
-    seed(nb, flow_fleet, load_skus())
-    return nb
-
-
 #: one commission run in its own process: imports first, then waits for the go file so
 #: that both runs start together; prints its flow run id and its fleet rows
 _RUN = """

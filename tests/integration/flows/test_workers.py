@@ -17,21 +17,6 @@ HEALTHY = {"ft-r01-n01", "ft-r02-n01", "ft-r02-n02"}
 
 
 @pytest.fixture
-def reseeded(flow_env, flow_fleet, postgres, netbox_url, netbox_token):
-    """NetBox as on day one: every node planned again (the simulators keep their state)."""
-    from bringup.nbschema import load_schema
-    from bringup.netbox_adapter import NetBox, connect
-    from bringup.sku import load_skus
-    from lab.netbox_server import PRISTINE_DB
-    from lab.seed import seed
-    postgres.clone(PRISTINE_DB, "netbox_test")
-    nb = NetBox(connect(netbox_url, netbox_token))
-    nb.apply_schema(load_schema())
-    seed(nb, flow_fleet, load_skus())
-    return nb
-
-
-@pytest.fixture
 def two_batch_workers(flow_env, prefect_server, lab_paths, tmp_path):
     from flows.deploy import register
     from flows.limits import ensure_limits
