@@ -18,11 +18,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.integration.flows.conftest import FLEET, KUBE_LISTEN
-
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[3]
+FLEET = REPO / "tests" / "fixtures" / "fleets" / "flow8.yaml"   # the flow lab's fleet
 #: quarantined at discovery (GPU 5 missing); registered in the cluster by hand here so
 #: there is something to cordon, and removed again (the flow tests check it never joined)
 QUARANTINED = "ft-r01-n02"
@@ -36,19 +35,22 @@ class KubeApi:
     def __init__(self, flow_lab) -> None:
         self.home = Path(flow_lab).parent
         self.run, self.logs = self.home / "run", self.home / "logs"
+        # where the flow lab's API stand-in listens: its kubeconfig says
+        kubeconfig = yaml.safe_load(Path(yaml.safe_load(Path(flow_lab).read_text())["kubeconfig"]).read_text())
+        self.listen = kubeconfig["clusters"][0]["cluster"]["server"].split("://", 1)[1]
 
     def stop(self) -> None:
         from lab import procs
         procs.stop("kubeapi", self.run)
-        host, port = KUBE_LISTEN.split(":")
+        host, port = self.listen.split(":")
         assert not procs.port_open(host, int(port)), "the Kubernetes API stand-in still answers"
 
     def start(self) -> None:
         from lab import procs
         argv = [sys.executable, "-m", "lab.kubeapi", "serve", "--fleet", str(FLEET), "--home", str(self.home),
-                "--listen", KUBE_LISTEN]
+                "--listen", self.listen]
         procs.start("kubeapi", argv, run_dir=self.run, log_dir=self.logs, cwd=REPO)
-        host, port = KUBE_LISTEN.split(":")
+        host, port = self.listen.split(":")
         procs.wait_until(lambda: procs.port_open(host, int(port)), timeout=60, what="Kubernetes API stand-in",
                          log=self.logs / "kubeapi.log")
 
