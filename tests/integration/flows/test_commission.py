@@ -67,7 +67,9 @@ def _kinds(nb, rec, marker):
 
 
 def test_killed_after_burn_in_another_worker_judges_from_netbox_without_burning_in_again(
-        seeded, flow_env, prefect_server, tmp_path):
+        reseeded, seeded, flow_env, prefect_server, tmp_path):
+    # NetBox as on day one (the fault suite runs before this file and walks these nodes
+    # too); this file's later tests build on the state its first two leave
     nodes = ["ft-r01-n01", "ft-r01-n04"]          # healthy; low busbw
     env = {**os.environ, "BRINGUP_CONFIG": str(flow_env), "PREFECT_API_URL": prefect_server.api_url}
     first = subprocess.run([sys.executable, "-c", _BURN_AND_DIE.format(nodes=nodes)], env=env,
