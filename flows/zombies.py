@@ -10,10 +10,9 @@ after a heartbeat of a run, expects another heartbeat or a terminal state of the
 server sets the run Crashed. A SIGKILLed worker, a machine that lost power: the run says
 so within ``WITHIN_S`` seconds of its last heartbeat.
 
-Only runs of deployments are watched (``match_related`` on the deployment role): their
-workers set the heartbeat to :data:`HEARTBEAT_S`. A run started in-process (a script, a
-test) beats at whatever its process was started with (Prefect's default is 180 s, more
-than ``WITHIN_S``), so watching those would crash live runs.
+Only runs of deployments are watched (``match_related`` on the deployment role); the
+lab's workers set the heartbeat to :data:`HEARTBEAT_S`, but any worker may run them, at
+Prefect's default of 180 s, so the window is three of those beats.
 """
 
 from __future__ import annotations
@@ -29,8 +28,12 @@ from prefect.events.schemas.events import ResourceSpecification
 NAME = "bringup: crash zombie flow runs"
 #: seconds between heartbeats of a deployment's run (Prefect's minimum is 30)
 HEARTBEAT_S = 30
-#: a run silent this long after its last heartbeat is dead: four beats missed
-WITHIN_S = 4 * HEARTBEAT_S
+#: Prefect's default heartbeat (180 s): a worker started without :func:`heartbeat_env`
+#: beats this rarely, and its live runs must not be taken for dead
+PREFECT_DEFAULT_HEARTBEAT_S = 180
+#: a run silent this long after its last heartbeat is dead: three default beats missed
+#: (seen: a 120 s window crashed live child runs of workers started without our env)
+WITHIN_S = 3 * PREFECT_DEFAULT_HEARTBEAT_S
 TERMINAL = ("Completed", "Failed", "Cancelled", "Crashed")
 
 
@@ -39,11 +42,11 @@ def heartbeat_env() -> dict[str, str]:
     return {"PREFECT_FLOWS_HEARTBEAT_FREQUENCY": str(HEARTBEAT_S)}
 
 
-def automation() -> Automation:
+def automation(within_s: int = WITHIN_S) -> Automation:
     """The automation, built (no I/O)."""
     return Automation(
         name=NAME,
-        description=f"A deployment's flow run with no heartbeat for {WITHIN_S} s (its process died) is set "
+        description=f"A deployment's flow run with no heartbeat for {within_s} s (its process died) is set "
                     "Crashed, so it does not stay Running forever. Created by flows.deploy.",
         trigger=EventTrigger(
             after={"prefect.flow-run.heartbeat"},
@@ -53,10 +56,10 @@ def automation() -> Automation:
             for_each={"prefect.resource.id"},
             posture=Posture.Proactive,
             threshold=1,
-            within=timedelta(seconds=WITHIN_S),
+            within=timedelta(seconds=within_s),
         ),
         actions=[ChangeFlowRunState(state=StateType.CRASHED,
-                                    message=f"no heartbeat for {WITHIN_S} s: the flow run's process died "
+                                    message=f"no heartbeat for {within_s} s: the flow run's process died "
                                             "(its nodes are held where they stopped; run again)")],
     )
 
@@ -65,10 +68,10 @@ def _shape(a: Automation) -> dict:
     return a.model_dump(mode="json", include={"description", "trigger", "actions", "enabled"})
 
 
-def ensure_automation() -> str:
+def ensure_automation(within_s: int = WITHIN_S) -> str:
     """Create the automation, or bring an existing one of that name up to date. Idempotent:
     returns ``created``, ``updated`` or ``unchanged``."""
-    want = automation()
+    want = automation(within_s)
     try:
         have = Automation.read(name=NAME)
     except ValueError:  # Prefect's "not found"

@@ -39,6 +39,10 @@ def test_a_killed_flow_run_turns_crashed(prefect_server, tmp_path):
     from flows import zombies
     assert zombies.ensure_automation() in ("created", "updated", "unchanged")
     assert zombies.ensure_automation() == "unchanged"          # idempotent
+    # the deployed window (3 x Prefect's default heartbeat) is long for a test: this run
+    # beats every 30 s, so a 90 s window is safe for it (later registrations restore it)
+    window = 3 * zombies.HEARTBEAT_S
+    assert zombies.ensure_automation(within_s=window) == "updated"
     (tmp_path / "sleeper.py").write_text(SLEEPER)
     with get_client(sync_client=True) as client:
         flow_id = client.create_flow_from_name("zombie-sleeper")
@@ -63,7 +67,7 @@ def test_a_killed_flow_run_turns_crashed(prefect_server, tmp_path):
             assert _state(client, run.id).type.value == "RUNNING"   # nobody told the server
             # the automation fires WITHIN_S after the last heartbeat; its evaluation runs
             # every few seconds: a minute of slack
-            bound = zombies.WITHIN_S + 60
+            bound = window + 60
             while (state := _state(client, run.id)).type.value == "RUNNING":
                 assert time.monotonic() - killed < bound, f"still Running {bound} s after the kill"
                 time.sleep(5)
