@@ -41,7 +41,7 @@ def node_name(i: int, rack_size: int) -> tuple[str, str]:
     return f"sim-{rack}-n{i % rack_size:02d}", rack
 
 
-class FileRecords:
+class FileRecords(leases.LeaseOps):
     """Node records as one JSON file per node (written atomically). A node's lease is a
     field of its file like any other, its read-modify-writes serialised by one lock per
     process: the stand-in of NetBox's compare-and-swap, enough where each node is walked
@@ -87,22 +87,12 @@ class FileRecords:
     def lease(self, node) -> Any:
         return self.node(node.name).custom_fields.get(leases.FIELD)
 
-    def _swap(self, node, change):
+    def _cas(self, node, change):
         with self._lock:
             new, result = change(self.lease(node))
             if new is not leases.KEEP:
                 self._write(node, None, None, {leases.FIELD: new}, (), ())
             return result
-
-    def claim(self, node, me, ttl, ended=None):
-        return self._swap(node, lambda cur: leases.claim_change(node.name, cur, me, leases.utcnow(), ttl,
-                                                                          leases.holder_gone(me, ended)))
-
-    def renew(self, node, holder, ttl):
-        return self._swap(node, lambda cur: leases.renew_change(node.name, cur, holder, leases.utcnow(), ttl))
-
-    def release(self, node, holder):
-        self._swap(node, lambda cur: leases.release_change(cur, holder))
 
     def journal(self, node, text: str, kind: str = "info") -> None:
         pass  # the bench measures orchestration; NetBox's journal is not part of it

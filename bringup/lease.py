@@ -259,6 +259,26 @@ def fence(node: str, current: Any, holder: str | None, now: datetime, margin: fl
     return ""
 
 
+class LeaseOps:
+    """``claim``, ``renew`` and ``release`` of a :class:`~bringup.lifecycle_ports.Records`
+    implementation, each one compare-and-swap through its ``_cas(node, change)``
+    (``change``: the field's current value -> (new value or KEEP, result))."""
+
+    def _cas(self, node: Any, change: Callable[[Any], tuple[Any, Any]]) -> Any:
+        raise NotImplementedError
+
+    def claim(self, node: Any, me: Claimant, ttl: float,
+              ended: Callable[[str], bool] | None = None) -> LeaseHeld | None:
+        dead = holder_gone(me, ended)
+        return self._cas(node, lambda cur: claim_change(node.name, cur, me, utcnow(), ttl, dead))
+
+    def renew(self, node: Any, holder: str, ttl: float) -> str | None:
+        return self._cas(node, lambda cur: renew_change(node.name, cur, holder, utcnow(), ttl))
+
+    def release(self, node: Any, holder: str) -> None:
+        self._cas(node, lambda cur: release_change(cur, holder))
+
+
 class Renewer:
     """Renews a lease on a daemon thread every ``every`` seconds while the ``with`` block
     runs, then gives it back. ``renew()`` returns why the lease was lost (or None);

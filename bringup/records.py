@@ -22,7 +22,7 @@ T = TypeVar("T")
 MAX_PAUSE_S = 15.0
 
 
-class NetBoxRecords:
+class NetBoxRecords(leases.LeaseOps):
     """NetBox calls that ride out an outage: a call that finds NetBox unreachable pauses and
     tries again, doubling the pause, for ``outage_s`` (settings ``netbox_outage_s``) in all;
     then :class:`~bringup.errors.NetBoxUnavailable` goes up (the lifecycle spools the result)."""
@@ -74,17 +74,6 @@ class NetBoxRecords:
 
     def lease(self, node: NodeRecord) -> Any:
         return self._retry(self.ctx.netbox.device_fields, node.id)[1].get(leases.FIELD)
-
-    def claim(self, node: NodeRecord, me: leases.Claimant, ttl: float,
-              ended: Callable[[str], bool] | None = None) -> leases.LeaseHeld | None:
-        dead = leases.holder_gone(me, ended)
-        return self._cas(node, lambda cur: leases.claim_change(node.name, cur, me, leases.utcnow(), ttl, dead))
-
-    def renew(self, node: NodeRecord, holder: str, ttl: float) -> str | None:
-        return self._cas(node, lambda cur: leases.renew_change(node.name, cur, holder, leases.utcnow(), ttl))
-
-    def release(self, node: NodeRecord, holder: str) -> None:
-        self._cas(node, lambda cur: leases.release_change(cur, holder))
 
     def journal(self, node: NodeRecord, text: str, kind: str = "info") -> None:
         self._retry(self.ctx.netbox.journal, node.id, text, kind=kind)

@@ -24,7 +24,7 @@ class FakeNode:
     journal: list[tuple[str, str]] = field(default_factory=list)
 
 
-class MemoryRecords:
+class MemoryRecords(leases.LeaseOps):
     def __init__(self, *names: str) -> None:
         self.nodes = {n: FakeNode(n) for n in names}
         self.writes: list[tuple[str, dict[str, Any]]] = []
@@ -87,13 +87,3 @@ class MemoryRecords:
             self.nodes[name].custom_fields[leases.FIELD] = new
             self.versions[name] += 1
         return leases.cas(read, write, change)
-
-    def claim(self, node, me, ttl, ended=None):
-        return self._cas(node, lambda cur: leases.claim_change(node.name, cur, me, leases.utcnow(), ttl,
-                                                                          leases.holder_gone(me, ended)))
-
-    def renew(self, node, holder, ttl):
-        return self._cas(node, lambda cur: leases.renew_change(node.name, cur, holder, leases.utcnow(), ttl))
-
-    def release(self, node, holder):
-        self._cas(node, lambda cur: leases.release_change(cur, holder))
