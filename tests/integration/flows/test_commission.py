@@ -179,11 +179,17 @@ def test_runs_publish_a_fleet_table_and_node_summaries(seeded, flow_env):
 
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.sorting import ArtifactSort
+
+    # newest first by creation time: the server's default order is by id, which is not
+    # the order runs were made in (earlier tests publish smaller tables under this key)
+    def newest(key):
+        return client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])),
+                                     sort=ArtifactSort.CREATED_DESC, limit=1)
 
     with get_client(sync_client=True) as client:
-        table = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["commission-fleet"])))
-        node = client.read_artifacts(artifact_filter=ArtifactFilter(
-            key=ArtifactFilterKey(any_=["commission-node-ft-r01-n04"])))
+        table = newest("commission-fleet")
+        node = newest("commission-node-ft-r01-n04")
     assert table and table[0].type == "table"
     rows = json.loads(table[0].data) if isinstance(table[0].data, str) else table[0].data
     by_node = {r["node"]: r for r in rows}
