@@ -241,6 +241,19 @@ class DrainTimeoutError(KubeError, TransientError):
         self.pods = pods
 
 
+# The orchestrator (Prefect server): bringup/ never imports Prefect; flows/ translates.
+class OrchestratorError(AdapterError, ControllerFault):
+    """The Prefect server refused a request of the run (a 4xx): our deployment or settings
+    are wrong; retrying the same request will not help."""
+
+    system = "Prefect server"
+
+
+class OrchestratorUnavailable(OrchestratorError, UnavailableError):
+    """The Prefect server could not be reached, or answered 5xx, for longer than the run
+    waits out an outage. Our own service: the node is held with the reason, never blamed."""
+
+
 # --- the lab ---------------------------------------------------------------------------
 class LabError(BringupError):
     """A lab service could not be installed, started or reached."""
@@ -250,5 +263,6 @@ def held_reason(exc: BaseException) -> str:
     """Why a node is held once the orchestrator's retries of a transient error ran out:
     which system stayed unreachable, and the last error (never an empty reason)."""
     what = ("BMC unreachable" if isinstance(exc, RedfishError) else
-            "node unreachable over SSH" if isinstance(exc, SSHError) else "still failing")
+            "node unreachable over SSH" if isinstance(exc, SSHError) else
+            "Prefect server unreachable" if isinstance(exc, OrchestratorUnavailable) else "still failing")
     return f"{what} after retries: {str(exc) or type(exc).__name__}"

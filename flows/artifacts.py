@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import re
 
+import httpx
 from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from bringup.report import fleet_rows, node_markdown, summary_text
 from bringup.results import NodeReport, StepResult
+
+from .orchestrator import is_unavailable
 
 
 def _key(text: str) -> str:
@@ -39,6 +42,13 @@ def publish_node(report: NodeReport, outcomes: list[StepResult], prefix: str = "
 
 
 def publish_fleet(reports: list[NodeReport], prefix: str = "commission") -> None:
-    """The fleet table: node, verdict, reasons, key figures, NetBox link."""
-    create_table_artifact(key=_key(f"{prefix}-fleet"), table=fleet_rows(reports),
-                          description=summary_text(reports).splitlines()[0] if reports else "no nodes")
+    """The fleet table: node, verdict, reasons, key figures, NetBox link. A server that is
+    down is logged, not raised: the run still goes on to reconcile Kubernetes with NetBox
+    and returns (or fails with) the same rows."""
+    try:
+        create_table_artifact(key=_key(f"{prefix}-fleet"), table=fleet_rows(reports),
+                              description=summary_text(reports).splitlines()[0] if reports else "no nodes")
+    except httpx.HTTPError as exc:
+        if not is_unavailable(exc):
+            raise
+        get_run_logger().warning("could not publish the fleet table (%d nodes): %s", len(reports), exc)

@@ -10,13 +10,21 @@ the one Prefect server.
 
 from __future__ import annotations
 
+import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 from prefect import get_run_logger
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import WorkerFilter, WorkerFilterStatus
+from prefect.client.schemas.filters import (
+    ArtifactFilter,
+    ArtifactFilterKey,
+    FlowRunFilter,
+    FlowRunFilterId,
+    WorkerFilter,
+    WorkerFilterStatus,
+)
 from prefect.deployments import run_deployment
 from prefect.exceptions import ObjectNotFound, PrefectHTTPStatusError
 
@@ -85,3 +93,25 @@ def wait_for(run_id, poll: float = 2.0):
         if run is not None and run.state is not None and run.state.is_final():
             return run
         time.sleep(poll)
+
+
+def held_reasons(table) -> dict[str, list[str]]:
+    """The nodes a child run's fleet table (an artifact's ``data``: rows, or their JSON)
+    reports as held by another run, with the child's reason. NetBox cannot tell the
+    parent this: the node's record is the other run's walk, mid-way."""
+    rows = json.loads(table) if isinstance(table, str) else table
+    return {row["node"]: [row["reasons"]] for row in rows or []
+            if isinstance(row, dict) and row.get("verdict") == "held" and "node" in row}
+
+
+def children_held(runs, key: str = "commission-fleet") -> dict[str, list[str]]:
+    """:func:`held_reasons` over the fleet tables the child ``runs`` published."""
+    held: dict[str, list[str]] = {}
+    with get_client(sync_client=True) as client:
+        for run in runs:
+            found = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])),
+                                          flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run.id])),
+                                          limit=1)
+            if found:
+                held.update(held_reasons(found[0].data))
+    return held

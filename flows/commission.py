@@ -16,7 +16,7 @@ from bringup.lifecycle import State, parse_state, path
 
 from . import runtime
 from .artifacts import publish_fleet, publish_plan
-from .batches import BATCH_DEPLOYMENT, dispatch, online_workers, split
+from .batches import BATCH_DEPLOYMENT, children_held, dispatch, online_workers, split
 from .walk import RunFailed, fan_out
 
 
@@ -66,10 +66,15 @@ def commission(site: str | None = None, rack: str | None = None, tag: str | None
                     deployment=batch_deployment)
     rows, failed = [], []
     lc = rt.lifecycle()
+    held = children_held(runs)  # skipped by a child: NetBox shows the other run's walk
     for run, group in zip(runs, groups):
         if not (run.state and run.state.is_completed()):
             failed.append(f"{run.name}: {run.state.type.value if run.state else 'unknown'}")
-        rows += [lc.report(s.name) for s in group]
+        for s in group:
+            report = lc.report(s.name)
+            if s.name in held:
+                report = report.model_copy(update={"verdict": "held", "reasons": held[s.name]})
+            rows.append(report)
     publish_fleet(rows)
     if failed:
         raise RunFailed(f"child runs did not complete: {'; '.join(failed)}",

@@ -35,6 +35,8 @@ import httpx
 from prefect.client.orchestration import get_client
 from prefect.exceptions import ObjectNotFound, PrefectHTTPStatusError
 
+from .orchestrator import through_outage
+
 BMC_LIMIT = "bmc-sessions"
 INSTALL_LIMIT = "os-installs"
 BURNIN_PER_RACK = 2
@@ -274,23 +276,24 @@ def _busy(exc: PrefectHTTPStatusError) -> bool:
     return exc.response.status_code >= 500
 
 
+def _held_elsewhere(exc: httpx.HTTPError) -> bool:
+    return isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code == 423
+
+
 def _increment(client, names: list[str], lease_seconds: float) -> str | None:
     """Take one slot of each limit on the server, waiting as long as it takes; returns
-    the lease id."""
-    busy = polls = 0
+    the lease id. A server that is down or busy (a 5xx: measured at 1,000 nodes, its
+    database pool runs dry for moments) is asked again with backoff for
+    ``orchestrator.OUTAGE_S``, then the step fails with OrchestratorUnavailable."""
+    def take():
+        with _on_wire():
+            return client.increment_concurrency_slots_with_lease(names, 1, "concurrency", lease_seconds)
+    polls = 0
     while True:
         try:
-            with _on_wire():
-                resp = client.increment_concurrency_slots_with_lease(names, 1, "concurrency", lease_seconds)
+            resp = through_outage(take, f"taking a slot of {', '.join(names)}", passes=_held_elsewhere)
             return resp.json().get("lease_id")
         except PrefectHTTPStatusError as exc:
-            status = exc.response.status_code
-            if _busy(exc):  # the server or its database is busy: try again soon
-                busy += 1
-                time.sleep(min(0.05 * 2 ** busy, MAX_POLL_SECONDS) * random.uniform(0.5, 1.0))
-                continue
-            if status != 423:
-                raise
             # 423: the slots are held elsewhere. If this process is still giving slots
             # back in the background, the server is only behind: wait for those
             # releases, then ask again. Otherwise another flow run holds them: poll.

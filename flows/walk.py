@@ -20,6 +20,7 @@ from __future__ import annotations
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
+import httpx
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
@@ -31,6 +32,7 @@ from bringup.results import NodeReport, StepResult, interleave_by
 from . import runtime
 from .artifacts import publish_fleet, publish_node
 from .limits import BMC_LIMIT, INSTALL_LIMIT, burnin_limit, drain_releases, ensure_rack_limits, slot
+from .orchestrator import talking_to_prefect, translated
 from .reconcile import converge
 
 
@@ -69,7 +71,8 @@ def run_step(node: str, rack: str, state: str, step: str, params: dict, config: 
              order: int = 0, holder: str | None = None) -> StepResult:
     lc = runtime.get(config).lifecycle()
     uses = next(s.uses for s in lc.handler(State(state)).steps if s.name == step)
-    with slot(limits_for(uses, rack), priority=PRIORITY.get(step, 0), order=order):
+    with talking_to_prefect(f"{node}: {step}: holding concurrency slots"), \
+            slot(limits_for(uses, rack), priority=PRIORITY.get(step, 0), order=order):
         return lc.run_step(node, state, step, params, holder=holder)
 
 
@@ -151,21 +154,30 @@ def walk_node(node: str, rack: str, params: dict, *, config: str | None = None, 
                     break
             if state == before:
                 break
+    except httpx.HTTPError as exc:  # the engine's own calls to a lost Prefect server
+        controller_error = stopped(lc, node, translated(exc, f"{node}: orchestrating its steps"), log)
     except BringupError as exc:
-        if exc.controller_fault:
-            controller_error = f"{node}: {exc}"
-            log.error("%s: stopped by an error on the controller's side: %s", node, exc)
-            if exc.transient:  # our service still down after the retries: run_step held nothing
-                lc.hold(node, held_reason(exc))
-        else:  # retries exhausted: the node stays where it is, with the reason
-            log.error("%s: held after retries: %s", node, exc)
-            lc.hold(node, held_reason(exc))
+        controller_error = stopped(lc, node, exc, log)
     finally:
         lease.close()
     report = lc.report(node, known=results)  # NetBox down: what this walk saw, marked as such
     report.rack = report.rack or rack
     publish_node(report, results, prefix=prefix)
     return Walk(report, results, controller_error)
+
+
+def stopped(lc: Lifecycle, node: str, exc: BringupError, log) -> str:
+    """Hold ``node`` where an error stopped its walk, with the reason; returns the run's
+    controller error ("" when the node's side failed)."""
+    if exc.controller_fault:
+        log.error("%s: stopped by an error on the controller's side: %s", node, exc)
+        if exc.transient:  # our service still down after the retries: run_step held nothing
+            lc.hold(node, held_reason(exc))
+        return f"{node}: {exc}"
+    # retries exhausted: the node stays where it is, with the reason
+    log.error("%s: held after retries: %s", node, exc)
+    lc.hold(node, held_reason(exc))
+    return ""
 
 
 class RunFailed(BringupError):

@@ -25,3 +25,16 @@ def test_never_more_groups_than_racks_and_nothing_lost():
     assert len(groups) == 2
     assert sorted(s.name for g in groups for s in g) == sorted(s.name for s in sel)
     assert split([], 3) == []
+
+
+def test_the_parent_learns_which_nodes_a_child_skipped_as_held_and_why():
+    import json
+
+    from flows.batches import held_reasons
+    rows = [{"node": "a", "verdict": "admitted", "reasons": "-"},
+            {"node": "b", "verdict": "held", "reasons": "node b is held by run r2 on ctl-2: skipped"},
+            {"verdict": "held"},  # no node: nothing to attribute
+            "odd"]
+    assert held_reasons(json.dumps(rows)) == {"b": ["node b is held by run r2 on ctl-2: skipped"]}
+    assert held_reasons(rows) == held_reasons(json.dumps(rows))
+    assert held_reasons(None) == {} and held_reasons("[]") == {}

@@ -1,5 +1,6 @@
 """flows.walk under node leases, without Prefect's server: two runs walking one node (the
-second skips it and says who holds it), and a run that loses its lease mid-walk."""
+second skips it and says who holds it), a run that loses its lease mid-walk, and a
+Prefect server lost mid-walk (the node is held with the reason)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from flows import runtime, walk
 
 A = Claimant(run="run-a", host="ctl-1", pid=100, pidns="pid:[1]")
 B = Claimant(run="run-b", host="ctl-2", pid=200, pidns="pid:[2]")
+#: the real step task's body (the fixture swaps ``walk.run_step`` for a direct call)
+RUN_STEP_BODY = walk.run_step.fn
 
 
 class Rt:
@@ -56,7 +59,7 @@ def fleet(monkeypatch):
     def go(c: Claimant, **kw) -> walk.Walk:
         who.c = c
         return walk.walk_node.fn("n1", "r1", {}, **kw)
-    yield type("Fleet", (), {"rec": rec, "ran": ran, "hooks": hooks, "go": staticmethod(go),
+    yield type("Fleet", (), {"rec": rec, "lc": lc, "ran": ran, "hooks": hooks, "go": staticmethod(go),
                              "published": published})
     runtime.use(None)
 
@@ -103,3 +106,38 @@ def test_an_expired_lease_of_a_gone_run_is_taken_over(fleet):
     w = fleet.go(A)
     assert w.report.verdict == "admitted"
     assert fleet.rec.lease(fleet.rec.node("n1")) is None
+
+
+def test_a_prefect_server_lost_while_taking_a_slot_holds_the_node_with_the_reason(fleet, monkeypatch):
+    import contextlib
+
+    import httpx
+
+    @contextlib.contextmanager
+    def slot(names, **kw):
+        if any(n.startswith("burnin") for n in names):
+            raise httpx.ConnectError("[Errno 111] Connection refused")
+        yield
+    monkeypatch.setattr(walk, "slot", slot)
+    monkeypatch.setattr(walk, "run_step", RUN_STEP_BODY)   # the real task body, no engine
+    w = fleet.go(A)
+    node = fleet.rec.nodes["n1"]
+    assert node.stage == "provisioned" and "burn_in" not in fleet.rec.evidence["n1"]
+    reason = node.custom_fields["bringup_reason"]
+    assert "Prefect server unreachable" in reason and "Connection refused" in reason, reason
+    assert "n1: burn_in: holding concurrency slots" in w.controller_error
+    assert fleet.rec.lease(fleet.rec.node("n1")) is None      # given back all the same
+
+
+def test_the_engine_losing_the_server_between_steps_holds_the_node_too(fleet, monkeypatch):
+    import httpx
+
+    def engine(node, rack, state, st, params, config=None, order=0, holder=None):
+        if st == "install":   # the task engine's own call to the server fails
+            raise httpx.ReadTimeout("timed out")
+        return fleet.lc.run_step(node, state, st, params, holder=holder)
+    monkeypatch.setattr(walk, "run_step", engine)
+    w = fleet.go(A)
+    reason = fleet.rec.nodes["n1"].custom_fields["bringup_reason"]
+    assert "Prefect server unreachable" in reason and "orchestrating its steps" in reason, reason
+    assert w.controller_error and w.report.verdict != "admitted"
