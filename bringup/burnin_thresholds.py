@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
+from .peers import PeerPolicy
 from .resources import data_file
 from .sku import SkuSpec
 from .yamlio import load_file, validation_error
@@ -57,6 +58,8 @@ class ThresholdsFile(BaseModel):
     defaults: dict[str, Any]
     skus: dict[str, dict[str, Any]]
     rules: list[Rule]
+    #: peers and baselines (bringup.peers); absent: its defaults
+    peers: PeerPolicy = Field(default_factory=PeerPolicy)
 
 
 class SkuThresholds(BaseModel):
@@ -67,6 +70,7 @@ class SkuThresholds(BaseModel):
     values: dict[str, Any]
     rules: list[Rule]
     required_checks: list[str] = Field(default_factory=list)
+    peers: PeerPolicy = Field(default_factory=PeerPolicy)
 
     def value(self, name: str, default: Any = None) -> Any:
         return self.values.get(name, default)
@@ -101,4 +105,4 @@ def thresholds_for(sku: SkuSpec, path: Path = DEFAULT_PATH) -> SkuThresholds:
     if missing:
         raise ConfigError(f"{path}: rules name thresholds that SKU {sku.sku} does not define: {', '.join(missing)}",
                           hint="add them under defaults or the SKU")
-    return SkuThresholds(sku=sku.sku, values=values, rules=tf.rules, required_checks=required)
+    return SkuThresholds(sku=sku.sku, values=values, rules=tf.rules, required_checks=required, peers=tf.peers)

@@ -17,7 +17,6 @@ burn-in (the trend), serial mismatches when the data says they only warrant a no
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -26,6 +25,8 @@ from pydantic import BaseModel
 from .burnin_result import BurnInResult, CheckOutcome, Finding
 from .burnin_thresholds import Rule, SkuThresholds
 from .errors import ConfigError
+from .peers import FigureCheck
+from .peers import compare as compare_peers
 
 VerdictStatus = Literal["pass", "fail", "incomplete"]
 
@@ -53,6 +54,8 @@ class Verdict(BaseModel):
     #: evidence that is suspect but does not decide the verdict under the data's policy
     #: (e.g. unreadable ibstat while sysfs looks fine): shown with the verdict, never silent
     warnings: list[Note] = []
+    #: each figure against the peers and the node's last accepted burn-in (bringup.peers)
+    peer_checks: list[FigureCheck] = []
 
     @property
     def passed(self) -> bool:
@@ -99,6 +102,20 @@ REMEDIATION = {
                  "(nv-fabricmanager running?), NVLink errors, then re-run",
     "busbw_below_peers": "all_reduce bandwidth well below identical nodes: check NVSwitch trays, NVLink errors "
                          "and GPU clocks on this node",
+    "gflops_below_peers": "gpu-burn throughput well below identical nodes: look for the slow GPU (clocks, "
+                          "thermal or power slowdown, PCIe link) in the evidence, reseat or RMA it",
+    "max_temp_above_peers": "this node runs hotter than identical nodes: check fans, airflow, blanking panels "
+                            "and heatsink contact",
+    "max_power_above_peers": "this node draws more power than identical nodes: check GPU clocks and power "
+                             "limits (nvidia-smi -q -d POWER) and the PSUs",
+    "busbw_below_baseline": "all_reduce bandwidth dropped since this node's last accepted burn-in: check NVSwitch "
+                            "trays, fabric manager and NVLink errors, and what changed (driver, firmware)",
+    "gflops_below_baseline": "gpu-burn throughput dropped since this node's last accepted burn-in: check clocks, "
+                             "slowdown reasons and what changed (driver, firmware)",
+    "max_temp_above_baseline": "this node runs hotter than at its last accepted burn-in: check fans, filters and "
+                               "airflow",
+    "max_power_above_baseline": "this node draws more power than at its last accepted burn-in: check power limits "
+                                "and what changed (driver, firmware)",
     "nccl_wrong": "all_reduce produced wrong values: run dcgmi diag -r 3 to find the bad GPU and RMA it",
     "nccl_oob": "all_reduce produced out-of-bounds values: run dcgmi diag -r 3 to find the bad GPU and RMA it",
     "nccl_failed": "all_reduce_perf failed: check NCCL install and GPU health",
@@ -187,20 +204,25 @@ def _rule_reason(rule: Rule, check: CheckOutcome, actual: Any, values: dict[str,
     return Reason(check=check.name, code=rule.code, message=msg, remediation=remediation(rule.code, where))
 
 
-def _peer_reasons(result: BurnInResult, thresholds: SkuThresholds,
-                  peers: Sequence[BurnInResult]) -> list[Reason]:
-    mine = result.metric("nccl", "busbw_largest_gbps")
-    theirs = [p.metric("nccl", "busbw_largest_gbps") for p in peers]
-    theirs = [float(x) for x in theirs if isinstance(x, int | float)]
-    if not isinstance(mine, int | float) or len(theirs) < 2:
-        return []
-    median = statistics.median(theirs)
-    tol = float(thresholds.value("peer_busbw_tolerance", 0.10))
-    if mine < (1 - tol) * median:
-        return [Reason(check="nccl", code="busbw_below_peers",
-                       message=f"busbw {mine:.1f} GB/s is more than {tol:.0%} below the peer median {median:.1f} GB/s",
-                       remediation=remediation("busbw_below_peers"))]
-    return []
+def _peer_outcomes(result: BurnInResult, thresholds: SkuThresholds, peers: Sequence[Any] | None,
+                   baseline: dict[str, Any] | None) -> tuple[list[FigureCheck], list[Reason], list[Note], list[Note]]:
+    """Figures against peers and the node's own baseline (:mod:`bringup.peers`): an outlier is
+    a reason or a warning as the YAML says; a skipped comparison is a note, so it shows."""
+    named = [p if isinstance(p, tuple) else (getattr(p.node, "name", "") or f"peer {i + 1}", p)
+             for i, p in enumerate(peers or [])]
+    report = compare_peers(result, thresholds.peers, named if peers is not None else None, baseline)
+    reasons, notes, warnings = [], [], []
+    for c in report.checks:
+        if c.outcome == "outlier" and c.action == "fail":
+            reasons.append(Reason(check=c.check, code=c.code or "", message=c.message,
+                                  remediation=remediation(c.code or "")))
+        elif c.outcome == "outlier":
+            warnings.append(Note(check=c.check, code=c.code or "", message=c.message))
+    skipped = [c.message for c in report.checks if c.outcome == "skipped" and c.against == "peers"]
+    if skipped:
+        notes.append(Note(check="peers", code="peers_skipped", message="compared with no peers: " + "; ".join(skipped)))
+    warnings += [Note(check="peers", code="peer_unreadable", message=f) for f in report.findings]
+    return report.checks, reasons, notes, warnings
 
 
 def _serial_reasons(result: BurnInResult, thresholds: SkuThresholds,
@@ -274,7 +296,10 @@ def _trend_notes(result: BurnInResult, previous: dict[str, Any]) -> list[Note]:
 
 def judge(result: BurnInResult, thresholds: SkuThresholds,
           peers: Sequence[BurnInResult] | None = None, *, bmc_serials: Sequence[str] | None = None,
-          previous_ecc: dict[str, Any] | None = None) -> Verdict:
+          previous_ecc: dict[str, Any] | None = None, baseline: dict[str, Any] | None = None) -> Verdict:
+    """``peers``: other nodes' results or ``(name, document)`` pairs (None: not compared);
+    ``baseline``: figures of the node's last accepted burn-in (``{}``: none yet; None: not
+    compared)."""
     reasons: list[Reason] = []
     notes: list[Note] = []
     seen: set[tuple[str, str, str]] = set()
@@ -332,9 +357,10 @@ def judge(result: BurnInResult, thresholds: SkuThresholds,
             ok = False
         if not ok and (c.name, rule.code) not in by_check_code:
             add(_rule_reason(rule, c, actual, thresholds.values))
-    if peers:
-        for r in _peer_reasons(result, thresholds, peers):
-            add(r)
+    peer_checks, peer_reasons, peer_notes, peer_warnings = _peer_outcomes(result, thresholds, peers, baseline)
+    for r in peer_reasons:
+        add(r)
+    notes += peer_notes
     if bmc_serials:
         serial_reasons, serial_notes = _serial_reasons(result, thresholds, bmc_serials)
         for r in serial_reasons:
@@ -343,6 +369,7 @@ def judge(result: BurnInResult, thresholds: SkuThresholds,
     if previous_ecc:
         notes += _trend_notes(result, previous_ecc)
     ib_reasons, warnings = _ibstat_reasons(result, thresholds)
+    warnings = warnings + peer_warnings
     for r in ib_reasons:
         add(r)
     if any(r.blocking == "fail" for r in reasons):
@@ -353,4 +380,4 @@ def judge(result: BurnInResult, thresholds: SkuThresholds,
         status = "pass"
     # failures first: they are what an operator acts on
     reasons.sort(key=lambda r: r.blocking != "fail")
-    return Verdict(status=status, reasons=reasons, notes=notes, warnings=warnings)
+    return Verdict(status=status, reasons=reasons, notes=notes, warnings=warnings, peer_checks=peer_checks)

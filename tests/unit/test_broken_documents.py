@@ -106,7 +106,9 @@ def test_the_node_is_quarantined_with_the_reason_no_stale_pass_and_a_forced_reru
     n = records.nodes["n1"]
     n.stage, n.custom_fields["burnin_status"] = State.BURNED_IN.value, "pass"   # a pass of an earlier burn-in
     records.evidence["n1"] = {"burnin": _cut(sku)}
-    ctx = SimpleNamespace(evidence=_Evidence(records, broken=["burnin"] if broken == "cut evidence" else []))
+    # the judge step reads its peers from NetBox: a fleet of one here
+    ctx = SimpleNamespace(evidence=_Evidence(records, broken=["burnin"] if broken == "cut evidence" else []),
+                          netbox=SimpleNamespace(nodes=lambda **filters: []))
     lc = _lifecycle(records, sku, ctx, calls)
     res = lc.run_step("n1", State.BURNED_IN, "judge")
     assert res.state == State.QUARANTINED.value

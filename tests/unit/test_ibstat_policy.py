@@ -79,7 +79,9 @@ def test_the_judge_step_shows_the_warning_in_the_summary_and_journal(th, monkeyp
         if kind == "burnin":
             return {"document": garbage_ibstat(th)}
         raise NetBoxNotFound("none")
-    res = judge_step(SimpleNamespace(evidence=SimpleNamespace(get=get)), rec, {})
+    # the judge step reads its peers from NetBox: a fleet of one here
+    res = judge_step(SimpleNamespace(evidence=SimpleNamespace(get=get), netbox=SimpleNamespace(nodes=lambda **f: [])),
+                     rec, {})
     assert res.ok
     assert "warning (network)" in res.fields["burnin_summary"] and ERR in res.fields["burnin_summary"]
     ev = res.evidence[0]

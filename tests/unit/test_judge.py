@@ -134,10 +134,22 @@ def test_failures_outrank_incomplete_and_come_first(th):
 def test_peers_flag_a_node_well_below_its_fleet(th):
     me = parse_result(with_check(good_doc(th), "nccl", metrics={"busbw_largest_gbps": 465.0}))
     peers = [parse_result(with_check(good_doc(th), "nccl", metrics={"busbw_largest_gbps": x}))
-             for x in (540.0, 545.0, 550.0)]
+             for x in (540.0, 545.0, 550.0, 548.0, 542.0)]
     assert judge(me, th).status == "pass"
     v = judge(me, th, peers=peers)
     assert v.status == "fail" and v.reasons[0].code == "busbw_below_peers"
+    assert "GB/s" in v.reasons[0].message and "5 peers" in v.reasons[0].message
+
+
+def test_three_peers_are_too_few_and_the_comparison_is_reported_skipped(th):
+    # was a fail with the flat 10 % tolerance; three peers are below the YAML's min_peers now
+    me = parse_result(with_check(good_doc(th), "nccl", metrics={"busbw_largest_gbps": 465.0}))
+    peers = [parse_result(with_check(good_doc(th), "nccl", metrics={"busbw_largest_gbps": x}))
+             for x in (540.0, 545.0, 550.0)]
+    v = judge(me, th, peers=peers)
+    assert v.status == "pass"
+    assert [n.code for n in v.notes] == ["peers_skipped"] and "busbw: 3 peers, 5 needed" in v.notes[0].message
+    assert {c.figure: c.outcome for c in v.peer_checks}["busbw"] == "skipped"
 
 
 @pytest.mark.parametrize("text,path", [
