@@ -64,6 +64,12 @@ def _baseline_of(previous: Any) -> dict[str, Any] | None:
     return figures if isinstance(figures, dict) else None
 
 
+def _kept_baseline(previous: Any) -> dict[str, Any] | None:
+    """The last accepted burn-in's baseline, carried over a verdict that is not a pass."""
+    base = previous.get("baseline") if isinstance(previous, dict) else None
+    return base if _baseline_of(previous) is not None else None
+
+
 def verdict_of(name: str, rec: NodeRecord, stored: Any, previous: Any = None,
                peers: Sequence[tuple[str, Any]] | None = None) -> dict[str, Any]:
     """The verdict document for a stored burn-in record; a document that cannot be read
@@ -92,11 +98,11 @@ def verdict_of(name: str, rec: NodeRecord, stored: Any, previous: Any = None,
         verdict["ecc_aggregate"] = ecc_aggregate(result)
         # the baseline the next burn-in meets: this one once accepted, else the last accepted
         verdict["baseline"] = ({"figures": peer_figures(result, thresholds.peers), "at": result.finished}
-                               if verdict["status"] == "pass" else (previous or {}).get("baseline"))
+                               if verdict["status"] == "pass" else _kept_baseline(previous))
     except (BringupError, AttributeError, TypeError, KeyError, ValueError) as exc:
         # a document of odd shape must not crash the judge on every rerun: an unknown, never a pass
         verdict = unjudged(f"the burn-in document cannot be judged: {exc}")
-        verdict["baseline"] = previous.get("baseline") if isinstance(previous, dict) else None
+        verdict["baseline"] = _kept_baseline(previous)
     verdict["figures"] = figures_of(raw)
     return verdict
 

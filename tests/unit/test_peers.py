@@ -325,3 +325,15 @@ def test_the_lab_fleet_defaults_skip_peers_and_keep_the_low_busbw_node_for_its_g
     assert [r["code"] for r in verdicts["n04"].evidence[0].document["reasons"]] == ["busbw_low"]
     for r in verdicts.values():
         assert "busbw: 3 peers, 5 needed" in r.fields["burnin_summary"]
+
+
+@pytest.mark.parametrize("previous", [["odd"], {"status": "pass", "baseline": "odd"},
+                                      {"status": "pass", "baseline": {"figures": [1, 2]}}])
+def test_a_previous_verdict_of_odd_shape_is_no_baseline_and_no_crash(th, previous):
+    from bringup.stages.judge import verdict_of
+    me = _rec("me", stage="burned_in")
+    v = verdict_of("me", me, {"document": doc(th, nccl__busbw_largest_gbps=478.7)}, previous, peers=[])
+    assert v["status"] == "pass"
+    assert {c["outcome"] for c in v["peer_checks"] if c["against"] == "baseline"} == {"skipped"}
+    failed = verdict_of("me", me, {"document": doc(th, nccl__busbw_largest_gbps=300.0)}, previous, peers=[])
+    assert failed["status"] == "fail" and failed["baseline"] is None
