@@ -73,6 +73,13 @@ def _meta(line: str) -> dict[str, str]:
     return dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
 
 
+def block_meta(text: str) -> dict[str, str] | None:
+    """The header of the evidence block in a journal entry's comments (kind, part,
+    encoding, sha256); None when the entry holds no evidence (a note, a quarantine)."""
+    m = _BLOCK.search(text or "")
+    return _meta(m.group("meta")) if m else None
+
+
 def decode(kind: str, texts: list[str], *, source: str = "") -> Any:
     """Reassemble a document from the comments of its journal entries, in part order.
     Anything missing, mixed up or altered is a :class:`ParseError` naming what."""
