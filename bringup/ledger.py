@@ -120,7 +120,8 @@ def node_ledger(nodes: pd.DataFrame, stages: pd.DataFrame, at: pd.Timestamp, gpu
         out[f"{a}_h"] = hours[a].reindex(out.index).fillna(0.0) if a in hours else 0.0
     gpus = out["gpus"].astype(float)
     out["gpu_h"] = out[HOURS].sum(axis=1) * gpus
-    out["serving_gpu_h"] = out["serving_h"] * gpus
+    for a in ACCOUNTS:
+        out[f"{a}_gpu_h"] = out[f"{a}_h"] * gpus
     out["bringup_gpu_h"] = out["gpu_h"] - out["serving_gpu_h"]
     out["failed_burnin_gpu_h"] = _failed_burnin_hours(iv).reindex(out.index).fillna(0.0) * gpus
     # from the first stage on record (normally planned) to the first hour serving: a node
@@ -138,7 +139,7 @@ def pool_ledger(per_node: pd.DataFrame) -> pd.DataFrame:
     """One row per pool and a last row ``all``: nodes, accepted, hours and GPU-hours by
     account, failed burn-in GPU-hours, median planned-to-serving hours, total and
     bring-up cost, and the effective cost per accepted node."""
-    sums = ["gpus", *HOURS, "gpu_h", "serving_gpu_h", "bringup_gpu_h", "failed_burnin_gpu_h", "total_cost_usd",
+    sums = ["gpus", *HOURS, "gpu_h", *(f"{a}_gpu_h" for a in ACCOUNTS), "bringup_gpu_h", "failed_burnin_gpu_h", "total_cost_usd",
             "bringup_cost_usd"]
 
     def roll(df: pd.DataFrame) -> dict:
