@@ -13,7 +13,7 @@ Where the history is in NetBox:
   A ``burnin`` document opens a burn-in run; the next ``verdict`` document is its
   judgement (:func:`bringup.stages.judge.judge` writes it right after).
 - **Stage timestamps**: the lifecycle writes a transition as an update of the device's
-  ``bringup_stage`` custom field, with no journal entry of its own; NetBox's change log
+  stage custom field, with no journal entry of its own; NetBox's change log
   (``core.object_changes``) holds each update with its time and the field's new value.
   The loader hands them in as :class:`StageChange` values. (NetBox prunes its change
   log after ``CHANGELOG_RETENTION`` days, 90 by default: set it to 0 to keep it.)
