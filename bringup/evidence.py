@@ -73,6 +73,17 @@ def _meta(line: str) -> dict[str, str]:
     return dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
 
 
+def block_meta(text: str) -> dict[str, str] | None:
+    """The header of the evidence block in a journal entry's comments (kind, part,
+    encoding, sha256); None when the entry holds no evidence (a note, a quarantine)."""
+    # the header line only: a regex over the whole (large) block is what dominated a fleet
+    # load; decode() still checks the block is whole
+    head = "```" + MARKER + " "
+    start = (text or "").find(head)
+    end = text.find("\n", start) if start >= 0 else -1
+    return _meta(text[start + len(head):end]) if end >= 0 else None
+
+
 def decode(kind: str, texts: list[str], *, source: str = "") -> Any:
     """Reassemble a document from the comments of its journal entries, in part order.
     Anything missing, mixed up or altered is a :class:`ParseError` naming what."""
@@ -99,13 +110,15 @@ def decode(kind: str, texts: list[str], *, source: str = "") -> Any:
         if meta.get("encoding") == "gzip+base64":
             raw = gzip.decompress(base64.b64decode(payload))
         elif meta.get("encoding") == "json":
-            raw = canonical(json.loads(payload)).encode()
+            document = json.loads(payload)
+            raw = canonical(document).encode()
         else:
             raise ParseError(f"unknown evidence encoding {meta.get('encoding')!r}", source=source)
         if hashlib.sha256(raw).hexdigest() != meta.get("sha256"):
             raise ParseError("the evidence does not match its SHA-256: it was altered or cut", source=source,
                              hint="rerun the stage to record the evidence again")
-        return json.loads(raw)
+        # parsed once: the canonical text of ``document`` is what the checksum covers
+        return document if meta.get("encoding") == "json" else json.loads(raw)
     except ParseError:
         raise
     except (ValueError, OSError, EOFError, zlib.error) as exc:  # cut or altered gzip data: zlib.error

@@ -333,6 +333,36 @@ class NetBox:
                 for e in self.api.extras.journal_entries.filter(assigned_object_type="dcim.device",
                                                                 assigned_object_id=node_id)]
 
+    # --- a fleet's history in bulk (bringup.fleetdata) --------------------------------------
+    @_guard
+    def journals(self, node_ids: list[int], chunk: int = 100) -> dict[int, list[dict[str, Any]]]:
+        """Every journal entry of the given devices (id, created, kind, comments), by device
+        id; ``chunk`` ids a request keeps the URL short."""
+        out: dict[int, list[dict[str, Any]]] = {i: [] for i in node_ids}
+        for n in range(0, len(node_ids), chunk):
+            for e in self.api.extras.journal_entries.filter(assigned_object_type="dcim.device",
+                                                            assigned_object_id=node_ids[n:n + chunk]):
+                out.setdefault(int(e.assigned_object_id), []).append(
+                    {"id": e.id, "created": str(e.created), "kind": _value(e.kind), "comments": e.comments})
+        return out
+
+    @_guard
+    def stage_changes(self, node_ids: list[int], chunk: int = 100) -> dict[int, list[tuple[str, str]]]:
+        """When each device entered each bring-up stage: (time, stage) from NetBox's change
+        log, oldest first. The lifecycle's transitions are updates of ``bringup_stage``;
+        other updates (evidence, leases) leave it unchanged and are skipped."""
+        out: dict[int, list[tuple[str, str]]] = {i: [] for i in node_ids}
+        for n in range(0, len(node_ids), chunk):
+            for c in self.api.core.object_changes.filter(changed_object_type="dcim.device",
+                                                         changed_object_id=node_ids[n:n + chunk]):
+                after = _value(((c.postchange_data or {}).get("custom_fields") or {}).get("bringup_stage"))
+                before = _value(((c.prechange_data or {}).get("custom_fields") or {}).get("bringup_stage"))
+                if after and after != before:
+                    out.setdefault(int(c.changed_object_id), []).append((str(c.time), str(after)))
+        for changes in out.values():
+            changes.sort()
+        return out
+
 
 def evidence_block(title: str, data: Any, limit: int = 60_000) -> str:
     """Markdown for a journal entry: a heading and the evidence as fenced JSON."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
 from .localfiles import read_secret_file
@@ -79,6 +79,11 @@ class Settings(BaseModel):
     spool_dir: Path | None = None
     #: how long a NetBox write is retried through an outage before the result is spooled
     netbox_outage_s: float = 120.0
+    #: what one GPU-hour of this fleet costs, in US dollars, whatever the node is doing:
+    #: the hardware's depreciation plus power, cooling, space, network and support, per
+    #: GPU and hour (the default is a round figure for an owned 8-GPU H100-class server:
+    #: set your own). ``bringup cost`` turns the GPU-hours ledger into money with it.
+    gpu_hour_usd: float = Field(default=2.0, ge=0)
 
     def spool_path(self) -> Path:
         return Path(self.spool_dir) if self.spool_dir else state_dir() / "spool"

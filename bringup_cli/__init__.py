@@ -28,6 +28,7 @@ GROUPS = [
     ("image_cmd", "image", "OS image manifests."),
     ("bmc_cmd", "bmc", "One BMC directly: its Redfish inventory."),
     ("flows_cmd", None, "Commission and re-burn-in."),
+    ("cost_cmd", None, "The GPU-hours ledger and cost."),
     ("parse_cmd", "parse", "Judge a recorded tool output (nccl-tests, DCGM, gpu-burn, ibstat)."),
 ]
 

@@ -1,0 +1,153 @@
+"""Benchmark: fleet DataFrames and the GPU-hours ledger from a large synthetic history.
+
+    .venv/bin/python bench/report.py --nodes 10000 --burnins 5
+
+Every node gets ``--burnins`` burn-ins, each a burn-in document and a verdict stored as
+:mod:`bringup.evidence` journal entries (the codec's own blocks, SHA-256 and all), and a
+stage timeline from planned through re-burn-ins (one run in seven fails and goes through
+quarantine and a forced restart). The history is made lazily, node by node, and read by
+the same pure functions the CLI uses (:func:`bringup.fleetdata.build`, then
+:func:`bringup.ledger.node_ledger` and :func:`~bringup.ledger.pool_ledger`): every
+document is decoded and parsed, none is skipped. To keep the synthesis itself out of the
+figures, documents come from a few dozen pre-encoded variants (each still decoded and
+parsed on every use). Prints seconds and peak RSS; targets (2 cores): <= 10 s, <= 1 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bringup.evidence import encode
+from bringup.fleetdata import JournalEntry, NodeHistory, StageChange, build
+from bringup.ledger import node_ledger, pool_ledger
+
+T0 = datetime(2026, 1, 5, tzinfo=UTC)
+VARIANTS = 32
+CHECKS = ("versions", "inventory", "ecc", "nvlink", "network", "dcgm", "gpu_burn", "nccl", "cpu_mem", "pcie",
+          "clocks", "xid", "disk")
+
+
+def agent_document(v: int, fail: bool) -> dict:
+    """An agent result shaped like burnin/'s: 13 checks, metrics, per-GPU data for 8 GPUs."""
+    temps = [55 + (v + i) % 12 for i in range(8)]
+    if fail:
+        temps[v % 8] = 96
+    metrics = {
+        "versions": {"mismatches": 0}, "inventory": {"gpu_count": 8, "memory_mib_min": 81559},
+        "ecc": {"uncorrected_volatile": 0, "uncorrected_aggregate": v % 3, "corrected_volatile": v % 5,
+                "retired_pages": 0, "row_remap_pending_gpus": 0, "row_remap_failure_gpus": 0},
+        "nvlink": {"links_active": 144, "links_down": 0, "error_total": 0},
+        "network": {"ib_ports": 8, "ports_down": 0, "ports_slow": 0, "min_rate_gbps": 400.0},
+        "dcgm": {"tests_passed": 3, "tests_failed": 0, "tests_not_run": 0},
+        "gpu_burn": {"faulty_gpus": 0, "errors_total": 0, "gpus_tested": 8, "gpus_no_work": 0,
+                     "gflops_min": 50500.0 + 10 * v},
+        "nccl": {"busbw_largest_gbps": 470.0 + v * 0.3, "wrong_total": 0, "oob_values": 0},
+        "cpu_mem": {"stressors_failed": 0, "rc": 0},
+        "pcie": {"downtrained_gpus": 0, "replay_total": 0, "gen_min": 5, "width_min": 16},
+        "clocks": {"max_temp_c": max(temps), "thermal_slowdown_gpus": 0, "power_brake_gpus": 0},
+        "xid": {"xid_count": 0, "fatal_count": 0, "codes": []},
+        "disk": {"read_mib_s": 2500.0, "write_mib_s": 1800.0, "job_errors": 0},
+    }
+    data = {
+        "inventory": {"gpus": [{"index": i, "serial": f"1654922{v:03d}{i:03d}", "uuid": f"GPU-{v:04x}-{i}",
+                                "memory_mib": 81559} for i in range(8)]},
+        "clocks": {"gpus": [{"gpu": i, "max_temp_c": temps[i], "max_power_w": 650.0 + i + v, "samples": 60,
+                             "reasons_seen": []} for i in range(8)]},
+        "gpu_burn": {"gflops": [50500.0 + 10 * v + 7 * i for i in range(8)], "gpus": {str(i): "OK" for i in range(8)},
+                     "procd": [100] * 8, "errors": [0] * 8},
+        "versions": {"installed": {"driver": "570.86.15", "cuda": "12.8"}},
+    }
+    checks = [{"name": c, "status": "fail" if fail and c == "clocks" else "pass", "summary": "", "duration_s": 60.0,
+               "metrics": metrics[c], "data": data.get(c, {}),
+               "findings": [{"code": "temperature_high", "message": f"GPU {v % 8}: 96 C under load", "gpu": v % 8}]
+               if fail and c == "clocks" else []} for c in CHECKS]
+    return {"schema_version": 1, "agent_version": "0.1.0", "node": {"name": "n", "hostname": "n"},
+            "started": "2026-01-05T00:00:00Z", "finished": "2026-01-05T01:00:00Z", "plan": {"checks": list(CHECKS)},
+            "checks": checks}
+
+
+def variants() -> list[tuple[list[str], list[str], bool]]:
+    """(burn-in entry texts, verdict entry texts, failed) per variant, encoded once."""
+    out = []
+    for v in range(VARIANTS):
+        fail = v % 7 == 3
+        doc = agent_document(v, fail)
+        verdict = {"status": "fail" if fail else "pass", "notes": [], "warnings": [],
+                   "reasons": [{"check": "clocks", "code": "temperature_high", "message": f"GPU {v % 8}: 96 C under load",
+                                "remediation": "check cooling", "blocking": "fail"}] if fail else [],
+                   "figures": {"gpus": 8, "busbw_gbps": 470.0 + v * 0.3, "max_temp_c": 96 if fail else 66,
+                               "driver": "570.86.15"}}
+        burnin, _ = encode("burnin", {"plan": {"profile": "full"}, "rc": 0, "document": doc})
+        judged, _ = encode("verdict", verdict)
+        out.append((["## Burn-in document\n\n" + b for b in burnin], ["## Verdict\n\n" + b for b in judged], fail))
+    return out
+
+
+def histories(nodes: int, burnins: int, racks: int = 32):
+    kinds = variants()
+    hour = timedelta(hours=1)
+    for n in range(nodes):
+        name = f"gpu-{n:05d}"
+        at = T0 + timedelta(minutes=n % 600)
+        entries: list[JournalEntry] = []
+        changes = [StageChange(at.isoformat(), "planned")]
+
+        def move(stage: str, after: float, changes: list[StageChange] = changes) -> None:
+            nonlocal at
+            at += after * hour
+            changes.append(StageChange(at.isoformat(), stage))
+        move("discovered", 2)
+        move("provisioned", 1.5)
+        for b in range(burnins):
+            burnin, verdict, fail = kinds[(n * burnins + b) % VARIANTS]
+            for texts, after in ((burnin, 1.0), (verdict, 0.05)):
+                for t in texts:
+                    entries.append(JournalEntry(len(entries) + 1, (at + after * hour).isoformat(), "info", t))
+            move("burned_in", 1.0)
+            if fail:
+                move("quarantined", 0.05)
+                move("planned", 20)
+                move("discovered", 0.5)
+                move("provisioned", 1.5)
+            else:
+                move("validating", 0.05)
+                move("active", 0.2)
+                if b < burnins - 1:
+                    move("draining", 24 * 14)
+                    move("provisioned", 0.5)
+        yield NodeHistory(node=name, site="bench", rack=f"r{n % racks:02d}",
+                          pool="inference" if n % 4 == 0 else "training", sku="hgx-h100-80gb", gpus=8,
+                          stage=changes[-1].stage, journal=entries, changes=changes)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nodes", type=int, default=10000)
+    ap.add_argument("--burnins", type=int, default=5)
+    args = ap.parse_args()
+    t = time.perf_counter()
+    fd = build(histories(args.nodes, args.burnins))
+    t_data = time.perf_counter() - t
+    at = fd.stages["start"].max() + timedelta(days=1)
+    per_node = node_ledger(fd.nodes, fd.stages, at, gpu_hour_usd=2.0)
+    pools = pool_ledger(per_node)
+    total = time.perf_counter() - t
+    rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+    print(f"nodes {args.nodes}, burn-ins {args.burnins}: {len(fd.runs)} runs, {len(fd.gpus)} GPU rows, "
+          f"{len(fd.stages)} stage rows, {len(fd.findings)} findings")
+    print(f"verdicts: {fd.runs['verdict'].value_counts().to_dict()}")
+    print(f"all pools: {pools.loc['all', 'gpu_h']:,.0f} GPU-h, failed burn-in {pools.loc['all', 'failed_burnin_gpu_h']:,.0f} "
+          f"GPU-h, {pools.loc['all', 'cost_per_accepted_usd']:,.0f} $ per accepted node")
+    print(f"DataFrames {t_data:.2f} s, with the ledger {total:.2f} s; peak RSS {rss_mib:.0f} MiB "
+          f"(targets: <= 10 s, <= 1024 MiB)")
+
+
+if __name__ == "__main__":
+    main()
