@@ -197,3 +197,29 @@ def test_runs_publish_a_fleet_table_and_node_summaries(seeded, flow_env):
     assert by_node["ft-r01-n04"]["verdict"] == "quarantined" and "busbw" in by_node["ft-r01-n04"]["reasons"]
     assert by_node["ft-r01-n01"]["netbox"].startswith("http://")
     assert node and "# ft-r01-n04: quarantined" in node[0].data
+
+
+def test_fleet_data_and_the_ledger_read_these_runs_back_from_netbox(seeded, flow_env):
+    # the real NetBox: journal entries hold the evidence, the change log times the stages
+    import pandas as pd
+
+    from bringup import fleetdata, ledger
+    data = fleetdata.load(seeded, site="flow-test")
+    assert set(data.nodes["node"]) == HEALTHY | set(FAULTY)
+    assert data.findings.empty, data.findings.to_dict("records")
+    last = data.runs.sort_values("run").groupby("node").tail(1).set_index("node")
+    for node in HEALTHY:
+        assert last.loc[node, "verdict"] == "pass", (node, last.loc[node, "reasons"])
+    assert last.loc["ft-r01-n04", "verdict"] == "fail"
+    assert "ft-r01-n02" not in last.index          # caught at discovery: never burned in
+    entered = data.stages.groupby("node")["stage"].apply(list)
+    for node in HEALTHY:
+        assert entered[node][-1] == "active" and "burned_in" in entered[node], (node, entered[node])
+    assert entered["ft-r01-n02"][-1] == "quarantined"
+    per_node = ledger.node_ledger(data.nodes, data.stages, pd.Timestamp.now(tz="UTC"), gpu_hour_usd=2.0)
+    assert set(per_node.index[per_node["accepted"]]) == HEALTHY
+    assert (per_node.loc[list(HEALTHY), "serving_h"] > 0).all()
+    assert per_node.loc["ft-r01-n04", "failed_burnin_gpu_h"] > 0     # its burn-in ended in quarantine
+    pools = ledger.pool_ledger(per_node)
+    assert pools.loc["all", "accepted"] == len(HEALTHY)
+    assert pools.loc["all", "cost_per_accepted_usd"] == pytest.approx(pools.loc["all", "total_cost_usd"] / len(HEALTHY))
