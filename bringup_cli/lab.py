@@ -64,13 +64,28 @@ def down() -> None:
 
 
 def _print_status(lab) -> bool:
-    table = Table("service", "state", "URL", "credentials kept in")
+    """The services in a table; where their credentials are kept below it, one line each.
+
+    The paths are not a table column: rich cuts or folds a column to the console's width (80
+    when piped), and a path cut short or broken over lines cannot be copied. Printed with
+    ``soft_wrap`` they reach the terminal whole, however narrow it is."""
+    table = Table("service", "state", "URL")
+    table.columns[2].overflow = "fold"  # a narrow console folds a URL, never cuts it with "…"
     all_up = True
-    for row in lab.status():
+    rows = lab.status()
+    for row in rows:
         state = {True: "[green]up[/]", False: "[red]down[/]", None: "[dim]n/a[/]"}[row["up"]]
+        if row["up"] is None and row["credentials"] not in ("", "-"):
+            state += f" ({row['credentials']})"  # why there is none (not built yet), not a path
         all_up &= row["up"] is not False
-        table.add_row(row["service"], state, row["url"], row["credentials"])
+        table.add_row(row["service"], state, row["url"])
     console.print(table)
+    kept = [(row["service"], row["credentials"]) for row in rows
+            if row["up"] is not None and row["credentials"] not in ("", "-")]
+    if kept:
+        console.print("credentials kept in:")
+        for service, where in kept:
+            console.print(f"  {service}: {where}", soft_wrap=True, markup=False, highlight=False)
     return all_up
 
 
