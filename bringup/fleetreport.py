@@ -93,18 +93,31 @@ def _latest(df: pd.DataFrame) -> pd.DataFrame:
     return df.sort_values(["node", "run"], kind="stable").groupby("node", sort=False).tail(1)
 
 
+def _at(out: pd.DataFrame, by_node: pd.Series) -> pd.Series:
+    """``by_node``'s value for each row of ``out`` (reindex: ``Series.map`` with an empty
+    mapper casts it to float, which a timestamp column refuses)."""
+    return by_node.reindex(out["node"]).set_axis(out.index)
+
+
+def _floats(s: pd.Series) -> pd.Series:
+    """Numbers as float (NaN where none); an empty map's dtype is whatever its index was."""
+    if s.empty:
+        return pd.Series(dtype=float, index=s.index)
+    return pd.to_numeric(s, errors="coerce").astype(float)
+
+
 def _node_table(fd: FleetData, ledger: pd.DataFrame) -> pd.DataFrame:
     nodes = _plain(fd.nodes)
     last = _latest(fd.runs).set_index("node")
     counts = fd.runs.groupby("node").size()
     out = nodes.copy()
-    out["runs"] = out["node"].map(counts).fillna(0).astype(int)
-    out["last_verdict"] = out["node"].map(last["verdict"]).fillna("none").astype(str)
-    out["last_judged_at"] = out["node"].map(last["judged_at"])
-    out["last_reasons"] = out["node"].map(last["reasons"]).fillna("").astype(str)
-    out["busbw_gbps"] = out["node"].map(last["busbw_gbps"]).astype(float)
-    out["max_temp_c"] = out["node"].map(last["max_temp_c"]).astype(float)
-    out["planned_to_serving_h"] = out["node"].map(ledger.set_index("node")["planned_to_serving_h"]).astype(float)
+    out["runs"] = _at(out, counts).fillna(0).astype(int)
+    out["last_verdict"] = _at(out, last["verdict"]).fillna("none").astype(str)
+    out["last_judged_at"] = pd.to_datetime(_at(out, last["judged_at"]), utc=True)
+    out["last_reasons"] = _at(out, last["reasons"]).fillna("").astype(str)
+    out["busbw_gbps"] = _floats(_at(out, last["busbw_gbps"]))
+    out["max_temp_c"] = _floats(_at(out, last["max_temp_c"]))
+    out["planned_to_serving_h"] = _floats(_at(out, ledger.set_index("node")["planned_to_serving_h"]))
     quarantined = out["stage"].map(_fault_stage).astype(bool)
     failed = out["last_verdict"] == "fail"
     out["mark"] = ["quarantined" if q else "failed" if f else "" for q, f in zip(quarantined, failed, strict=True)]

@@ -26,6 +26,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
 LABELS_UP_TO = 60
+NAME_CHARS = 28
 OK_COLOUR, FAULT_COLOUR = "#1f77b4", "#d62728"
 VERDICT_COLOURS = {"pass": "#2ca02c", "fail": FAULT_COLOUR, "incomplete": "#ff7f0e", "unreadable": "#9467bd",
                    "pending": "#7f7f7f"}
@@ -44,7 +45,9 @@ def _label_nodes(ax, axis: str, names: list[str], faulty: list[bool]) -> None:
     if len(names) > LABELS_UP_TO:
         set_ticks([])
         return
-    set_ticks(range(len(names)), [f"✖ {n}" if f else n for n, f in zip(names, faulty, strict=True)],
+    # a long name would squeeze the axes to nothing: cut it (the page's tables have it whole)
+    short = [n if len(n) <= NAME_CHARS else n[:NAME_CHARS - 1] + "…" for n in names]
+    set_ticks(range(len(names)), [f"✖ {n}" if f else n for n, f in zip(short, faulty, strict=True)],
               rotation=90 if axis == "x" else 0)
     for label, f in zip(ax.get_xticklabels() if axis == "x" else ax.get_yticklabels(), faulty, strict=True):
         if f:

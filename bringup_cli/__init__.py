@@ -29,6 +29,7 @@ GROUPS = [
     ("bmc_cmd", "bmc", "One BMC directly: its Redfish inventory."),
     ("flows_cmd", None, "Commission and re-burn-in."),
     ("cost_cmd", None, "The GPU-hours ledger and cost."),
+    ("report_cmd", None, "The fleet report: HTML, CSV and Parquet."),
     ("parse_cmd", "parse", "Judge a recorded tool output (nccl-tests, DCGM, gpu-burn, ibstat)."),
 ]
 
