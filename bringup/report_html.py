@@ -60,7 +60,8 @@ def cell(value: Any) -> tuple[str, bool]:
     if isinstance(value, bool):
         return ("yes" if value else "no"), False
     if isinstance(value, float):
-        return f"{value:,.1f}", True
+        # one decimal reads well for GB/s, C and hours; a share (0.05) would show as 0.1
+        return (f"{value:.3g}" if 0 < abs(value) < 1 else f"{value:,.1f}"), True
     if isinstance(value, int):
         return str(value), True
     return str(value), False
