@@ -197,3 +197,11 @@ def test_report_command(monkeypatch, tmp_path):
     assert list(pd.read_parquet(out / "data" / "nodes.parquet")["node"]) == ["b"]
     bad = CliRunner().invoke(app, ["report", "--out", str(out), "--at", "soonish"])
     assert bad.exit_code == 2 and "ISO 8601" in bad.output
+
+
+def test_a_healthy_fleet_has_no_faulty_rows(tmp_path):
+    hs = fleet_histories(names=("a", "b"), hot="none", slow="none")
+    page = write(tmp_path, build(hs), at=AT, gpu_hour_usd=2.0).read_text()
+    assert "None: no node is quarantined and no last verdict is a fail." in page
+    assert 'class="faulty"' not in page and "Fleet report: whole fleet" in page
+    assert len(re.findall(r'src="data:image/png;base64,', page)) == 4
