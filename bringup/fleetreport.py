@@ -17,7 +17,8 @@ there when it is more than ``k`` scaled MADs *and* more than ``min_relative`` of
 away, so the band is median ± max(k·MAD·1.4826, min_relative·median), with ``k`` and
 ``min_relative`` from the ``peers:`` section of thresholds.yaml (the busbw figure's own
 values where it sets them). It is drawn from each node's latest busbw, per SKU, and only with
-at least ``min_peers`` nodes, as the judge would. The threshold is the SKU's value named by the
+at least ``min_peers`` peers, as the judge would; like the judge's, the peers leave out runs
+whose nccl check failed (a reason of check ``nccl`` in the verdict): a bad node is no reference. The threshold is the SKU's value named by the
 busbw rule of the same file.
 """
 
@@ -134,10 +135,10 @@ def _busbw_rule(tf: ThresholdsFile, sku: str) -> float | None:
     return None
 
 
-def _band(sku: str, values: list[float], tf: ThresholdsFile) -> dict[str, Any]:
+def _band(sku: str, nodes: int, values: list[float], tf: ThresholdsFile) -> dict[str, Any]:
     policy = tf.peers
     fig = next((f for f in policy.figures.values() if (f.check, f.metric) == BUSBW), None)
-    row: dict[str, Any] = {"sku": sku, "nodes": len(values), "threshold_gbps": _busbw_rule(tf, sku),
+    row: dict[str, Any] = {"sku": sku, "nodes": nodes, "peers": len(values), "threshold_gbps": _busbw_rule(tf, sku),
                            "min_peers": policy.min_peers, "k": None, "min_relative": None, "median_gbps": None,
                            "scaled_mad_gbps": None, "band_lo_gbps": None, "band_hi_gbps": None, "note": ""}
     if fig is None:
@@ -167,13 +168,16 @@ def _busbw_tables(fd: FleetData, nodes: pd.DataFrame, tf: ThresholdsFile) -> tup
         latest = pd.DataFrame({"node": pd.Series(dtype=str), "run": pd.Series(dtype=int),
                                "busbw_gbps": pd.Series(dtype=float)})
     info = nodes.set_index("node")
+    nccl_failed = set(fd.reasons.loc[fd.reasons["check"] == BUSBW[0], "node"] + "\0" +
+                      fd.reasons.loc[fd.reasons["check"] == BUSBW[0], "run"].astype(str))
     latest = latest.assign(sku=latest["node"].map(info["sku"]).astype(str),
-                           faulty=latest["node"].map(info["faulty"]).astype(bool))
-    bands = pd.DataFrame([_band(sku, list(df["busbw_gbps"].astype(float)), tf)
+                           faulty=latest["node"].map(info["faulty"]).astype(bool),
+                           peer=~(latest["node"] + "\0" + latest["run"].astype(str)).isin(nccl_failed))
+    bands = pd.DataFrame([_band(sku, len(df), list(df.loc[df["peer"], "busbw_gbps"].astype(float)), tf)
                           for sku, df in latest.groupby("sku", sort=True)],
-                         columns=list(_band("", [], tf)))
+                         columns=list(_band("", 0, [], tf)))
     by = bands.set_index("sku")
-    out = latest[["node", "sku", "run", "busbw_gbps", "faulty"]].copy()
+    out = latest[["node", "sku", "run", "busbw_gbps", "faulty", "peer"]].copy()
     for c in ("threshold_gbps", "median_gbps", "band_lo_gbps", "band_hi_gbps"):
         out[c] = out["sku"].map(by[c]).astype(float)
     out["below_threshold"] = out["busbw_gbps"] < out["threshold_gbps"]

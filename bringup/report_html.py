@@ -35,7 +35,7 @@ figcaption { color: #555; font-size: 0.9em; }
 NODE_COLUMNS = ["node", "mark", "site", "rack", "pool", "sku", "gpus", "stage", "runs", "last_verdict",
                 "last_judged_at", "busbw_gbps", "max_temp_c", "planned_to_serving_h", "last_reasons"]
 FAULT_COLUMNS = ["node", "mark", "stage", "last_verdict", "last_judged_at", "last_reasons"]
-BAND_COLUMNS = ["sku", "nodes", "threshold_gbps", "min_peers", "k", "min_relative", "median_gbps",
+BAND_COLUMNS = ["sku", "nodes", "peers", "threshold_gbps", "min_peers", "k", "min_relative", "median_gbps",
                 "scaled_mad_gbps", "band_lo_gbps", "band_hi_gbps", "note"]
 CAPTIONS = {
     "busbw": ("NCCL busbw per node by SKU", ("Each node's latest all_reduce bus bandwidth; dashed red: the SKU's "

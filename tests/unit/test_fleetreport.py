@@ -117,8 +117,10 @@ def test_tables_match_the_frames(fleet):
     assert len(t.gpus) == 7 * 8 and t.gpus.loc[(t.gpus["node"] == "gpu-03") & (t.gpus["gpu"] == 2),
                                                 "max_temp_c"].item() == 95
     assert set(t.reasons["code"]) == set(fleet.reasons["code"]) and t.reasons["judged_at"].notna().all()
-    # the peer band: 7 nodes (5 needed), MAD 0, so min_relative (5 %) of the median decides it
+    # the peer band: 6 peers (5 needed; gpu-05's nccl check failed: no peer), MAD 0, so
+    # min_relative (5 %) of the median decides it
     [band] = t.bands.to_dict("records")
+    assert band["nodes"] == 7 and band["peers"] == 6 and not t.busbw.set_index("node").loc["gpu-05", "peer"]
     assert band["threshold_gbps"] == 460.0 and band["median_gbps"] == 476.3 and band["k"] == 3.5
     assert band["band_lo_gbps"] == pytest.approx(476.3 * 0.95) and band["scaled_mad_gbps"] == 0
     bw = t.busbw.set_index("node")
@@ -132,7 +134,7 @@ def test_too_few_peers_draws_no_band():
     fd = build(fleet_histories(names=("a", "b", "c"), hot="b", slow="none"))
     t = tables(fd, at=AT, gpu_hour_usd=2.0)
     [band] = t.bands.to_dict("records")
-    assert band["note"] == "3 peers, 5 needed: no band" and pd.isna(band["band_lo_gbps"])
+    assert band["note"] == "3 peers, 5 needed: no band" and pd.isna(band["band_lo_gbps"]) and band["peers"] == 3
     assert band["threshold_gbps"] == 460.0 and not t.busbw["outside_band"].any()
 
 
