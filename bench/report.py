@@ -11,6 +11,8 @@ the same pure functions the CLI uses (:func:`bringup.fleetdata.build`, then
 document is decoded and parsed, none is skipped. To keep the synthesis itself out of the
 figures, documents come from a few dozen pre-encoded variants (each still decoded and
 parsed on every use). Prints seconds and peak RSS; targets (2 cores): <= 10 s, <= 1 GB.
+With ``--out DIR`` it also writes the full report there (:func:`bringup.fleetreport.write`:
+tables, plots, page, CSV and Parquet) and prints its time and the peak RSS after it.
 """
 
 from __future__ import annotations
@@ -131,6 +133,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=10000)
     ap.add_argument("--burnins", type=int, default=5)
+    ap.add_argument("--out", type=Path, help="also write the full report (page, CSV, Parquet) here, timed")
     args = ap.parse_args()
     t = time.perf_counter()
     fd = build(histories(args.nodes, args.burnins))
@@ -147,6 +150,14 @@ def main() -> None:
           f"GPU-h, {pools.loc['all', 'cost_per_accepted_usd']:,.0f} $ per accepted node")
     print(f"DataFrames {t_data:.2f} s, with the ledger {total:.2f} s; peak RSS {rss_mib:.0f} MiB "
           f"(targets: <= 10 s, <= 1024 MiB)")
+    if args.out:
+        from bringup.fleetreport import write
+        t_report = time.perf_counter()
+        index = write(args.out, fd, at=at, gpu_hour_usd=2.0)
+        t_report = time.perf_counter() - t_report
+        rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"report {index} ({index.stat().st_size / 2**20:.1f} MiB) in {t_report:.2f} s; "
+              f"in all {total + t_report:.2f} s, peak RSS {rss_mib:.0f} MiB")
 
 
 if __name__ == "__main__":

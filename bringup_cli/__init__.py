@@ -30,6 +30,7 @@ GROUPS = [
     ("flows_cmd", None, "Commission and re-burn-in."),
     ("cost_cmd", None, "The GPU-hours ledger and cost."),
     ("metrics_cmd", "metrics", "The fleet as Prometheus metrics (an exporter, or a node_exporter textfile)."),
+    ("report_cmd", None, "The fleet report: HTML, CSV and Parquet."),
     ("parse_cmd", "parse", "Judge a recorded tool output (nccl-tests, DCGM, gpu-burn, ibstat)."),
 ]
 
