@@ -223,3 +223,30 @@ def test_fleet_data_and_the_ledger_read_these_runs_back_from_netbox(seeded, flow
     pools = ledger.pool_ledger(per_node)
     assert pools.loc["all", "accepted"] == len(HEALTHY)
     assert pools.loc["all", "cost_per_accepted_usd"] == pytest.approx(pools.loc["all", "total_cost_usd"] / len(HEALTHY))
+
+
+def test_report_cost_and_metrics_commands_read_this_fleet_from_netbox(seeded, flow_env, tmp_path):
+    # the CLI as an operator runs it, against the real NetBox the runs above wrote
+    env = {**os.environ, "BRINGUP_CONFIG": str(flow_env), "COLUMNS": "200"}
+    from pathlib import Path
+    cli = [str(Path(sys.executable).parent / "bringup")]
+
+    def run(*args):
+        p = subprocess.run([*cli, *args], env=env, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, (args, p.stdout[-2000:], p.stderr[-2000:])
+        return p.stdout
+    out = run("report", "--site", "flow-test", "--out", str(tmp_path / "report"))
+    assert "8 nodes; report:" in out and "could not be read" not in out, out
+    page = (tmp_path / "report" / "index.html").read_text()
+    for node in HEALTHY | set(FAULTY):
+        assert node in page, node
+    assert 'src="data:image/png;base64,' in page
+    cost = run("cost", "--site", "flow-test")
+    assert "train-h100" in cost and "all" in cost, cost
+    prom = tmp_path / "bringup.prom"
+    run("metrics", "textfile", "--out", str(prom), "--site", "flow-test")
+    from prometheus_client.parser import text_string_to_metric_families
+    fams = {f.name: f for f in text_string_to_metric_families(prom.read_text())}
+    active = {s.labels["node"] for s in fams["bringup_node_stage"].samples
+              if s.labels["stage"] == "active" and s.value == 1}
+    assert active == HEALTHY
