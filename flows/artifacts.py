@@ -11,7 +11,7 @@ import re
 
 import httpx
 from prefect import get_run_logger
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
 from bringup.report import fleet_rows, node_markdown, summary_text
 from bringup.results import NodeReport, StepResult
@@ -52,3 +52,20 @@ def publish_fleet(reports: list[NodeReport], prefix: str = "commission") -> None
         if not is_unavailable(exc):
             raise
         get_run_logger().warning("could not publish the fleet table (%d nodes): %s", len(reports), exc)
+
+
+def publish_report(rt, prefix: str = "commission") -> None:
+    """The site's fleet report (HTML, CSV, Parquet), written where this run's process can
+    write and linked from the run. Best effort: the run's verdicts are in NetBox and the
+    fleet table either way; a report that cannot be made is a warning, not a failed run."""
+    make = getattr(rt, "report", None)
+    if make is None:  # a runtime without reports (the benchmark's)
+        return
+    from prefect.runtime import flow_run
+    name = f"{prefix}-{flow_run.id or 'local'}"
+    try:
+        index = make(name)
+        create_link_artifact(key=_key(f"{prefix}-report"), link=index.resolve().as_uri(),
+                             link_text=f"fleet report ({index.parent})", description="Fleet report of this run's site")
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        get_run_logger().warning("could not write the fleet report: %s", exc)

@@ -35,8 +35,24 @@ def main(site: str | None = None, timeout: float = 3600.0) -> int:
     print()
     print(f"Prefect UI: {ctx.settings.prefect_api_url.removesuffix('/api')}/runs/flow-run/{run.id}")
     print(f"NetBox:     {ctx.settings.netbox_url}/dcim/devices/?site={site}")
+    print(f"Report:     {_report(ctx, site)}")
     ok = state is not None and state.is_completed()
     return 0 if ok else 1
+
+
+def _report(ctx, site: str) -> str:
+    """The fleet report (bringup report) of the site, next to the lab's other state."""
+    import pandas as pd
+
+    from bringup.fleetdata import load
+    from bringup.fleetreport import write
+    from bringup.settings import state_dir
+    try:
+        index = write(state_dir() / "reports" / f"demo-{site}", load(ctx.netbox, site=site),
+                      at=pd.Timestamp.now(tz="UTC"), gpu_hour_usd=ctx.settings.gpu_hour_usd, filters={"site": site})
+    except Exception as exc:  # noqa: BLE001 - the demo's outcome is above; say why there is no page
+        return f"could not be written: {exc}"
+    return str(index.resolve())
 
 
 if __name__ == "__main__":

@@ -53,6 +53,19 @@ class SiteRuntime:
             return reconcile_fleet(self.ctx, **selection)
         return reconcile_targets(self.ctx, targets)
 
+    def report(self, name: str) -> Any:
+        """The fleet report of this settings' site, written under ``<state dir>/reports/NAME``;
+        returns the page's path (optional in a runtime: see flows.artifacts.publish_report)."""
+        import pandas as pd
+
+        from bringup.fleetdata import load
+        from bringup.fleetreport import write
+        from bringup.settings import state_dir
+        s = self.ctx.settings
+        fd = load(self.ctx.netbox, site=s.site)
+        return write(state_dir() / "reports" / name, fd, at=pd.Timestamp.now(tz="UTC"),
+                     gpu_hour_usd=s.gpu_hour_usd, filters={"site": s.site})
+
 
 _lock = threading.Lock()
 _runtimes: dict[str | None, Runtime] = {}

@@ -30,7 +30,7 @@ from bringup.lifecycle import Lifecycle, State, parse_state, path
 from bringup.results import NodeReport, StepResult, interleave_by
 
 from . import runtime
-from .artifacts import publish_fleet, publish_node
+from .artifacts import publish_fleet, publish_node, publish_report
 from .limits import BMC_LIMIT, INSTALL_LIMIT, burnin_limit, drain_releases, ensure_rack_limits, slot
 from .orchestrator import talking_to_prefect, translated
 from .reconcile import converge
@@ -199,6 +199,7 @@ def fan_out(selected, params: dict, *, config: str | None = None, force: bool = 
     walks = [f.result() for f in futures]
     reports = [w.report for w in walks]
     publish_fleet(reports, prefix=prefix)
+    publish_report(runtime.get(config), prefix=prefix)
     drain_releases()  # the run ends with every slot it took back on the server
     errors = [w.controller_error for w in walks if w.controller_error]
     errors += converge(reports, config=config, prefix=prefix)  # the cluster agrees with NetBox, or the run fails

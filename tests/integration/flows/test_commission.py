@@ -190,6 +190,7 @@ def test_runs_publish_a_fleet_table_and_node_summaries(seeded, flow_env):
     with get_client(sync_client=True) as client:
         table = newest("commission-fleet")
         node = newest("commission-node-ft-r01-n04")
+        link = newest("commission-report")
     assert table and table[0].type == "table"
     rows = json.loads(table[0].data) if isinstance(table[0].data, str) else table[0].data
     by_node = {r["node"]: r for r in rows}
@@ -197,6 +198,12 @@ def test_runs_publish_a_fleet_table_and_node_summaries(seeded, flow_env):
     assert by_node["ft-r01-n04"]["verdict"] == "quarantined" and "busbw" in by_node["ft-r01-n04"]["reasons"]
     assert by_node["ft-r01-n01"]["netbox"].startswith("http://")
     assert node and "# ft-r01-n04: quarantined" in node[0].data
+    # the run links the site's fleet report, written where the run could write
+    from pathlib import Path
+    from urllib.parse import urlparse
+    assert link and link[0].type == "link", link
+    page = Path(urlparse(link[0].data).path)
+    assert page.name == "index.html" and "ft-r01-n04" in page.read_text()
 
 
 def test_fleet_data_and_the_ledger_read_these_runs_back_from_netbox(seeded, flow_env):
