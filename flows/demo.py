@@ -25,7 +25,12 @@ def main(site: str | None = None, timeout: float = 3600.0) -> int:
     site = site or ctx.settings.site
     t0 = time.monotonic()
     print(f"commissioning site {site} through the Prefect deployment commission/commission ...", flush=True)
-    run = run_deployment("commission/commission", parameters={"site": site}, timeout=timeout)
+    run = run_deployment("commission/commission", parameters={"site": site}, timeout=0)
+    print(f"flow run {run.name}: progress per node below (from NetBox)", flush=True)
+    _watch(ctx, site, run.id, timeout)
+    from prefect.client.orchestration import get_client
+    with get_client(sync_client=True) as client:
+        run = client.read_flow_run(run.id)
     state = run.state
     print(f"flow run {run.name}: {state.type.value if state else '?'} after {time.monotonic() - t0:.0f}s", flush=True)
     lc = lifecycle(ctx)
@@ -38,6 +43,21 @@ def main(site: str | None = None, timeout: float = 3600.0) -> int:
     print(f"Report:     {_report(ctx, site)}")
     ok = state is not None and state.is_completed()
     return 0 if ok else 1
+
+
+def _watch(ctx, site: str, run_id, timeout: float) -> None:
+    from prefect.client.orchestration import get_client
+
+    from .progress import watch
+
+    def read_state():
+        try:
+            with get_client(sync_client=True) as client:
+                st = client.read_flow_run(run_id).state
+        except Exception:  # noqa: BLE001 - the server is busy: ask again at the next poll
+            return "unknown", False
+        return (st.type.value if st else "pending"), bool(st and st.is_final())
+    watch(lambda: ctx.netbox.nodes(site=site), read_state, timeout=timeout)
 
 
 def _report(ctx, site: str) -> str:
