@@ -14,7 +14,14 @@ An admitted node carries labels that schedulers and operators select on:
 ``nvidia.com/gpu.count``       GPU Feature Discovery's labels, set up front so
 ``nvidia.com/gpu.product``     workloads can select before GFD runs (GFD later
 ``nvidia.com/gpu.memory``      writes the same values)
+``bringup.io/rack``            the node's NetBox rack; with ``block`` and
+``bringup.io/block``           ``kubernetes.io/hostname`` the levels of the
+                               Kueue ``Topology`` (:mod:`bringup.kueue`);
+                               block is the rack's NetBox location
 =============================  ===============================================
+
+(``rack`` and ``block`` are defined here as the keys the Kueue manifests select on;
+:func:`node_labels` does not set them yet.)
 
 Every value is checked against the Kubernetes label-value syntax; a bad one is a
 :class:`~bringup.errors.ConfigError` naming the label, never a half-labelled node.
@@ -35,6 +42,10 @@ from .sku import SkuSpec
 
 PREFIX = "bringup.io"
 QUARANTINE_KEY = f"{PREFIX}/quarantine"
+POOL_LABEL = f"{PREFIX}/pool"
+RACK_LABEL = f"{PREFIX}/rack"
+BLOCK_LABEL = f"{PREFIX}/block"
+HOSTNAME_LABEL = "kubernetes.io/hostname"  # set by the kubelet, the lowest topology level
 REASON_ANNOTATION = f"{PREFIX}/reason"
 
 # label values: at most 63 characters, alphanumerics plus '-', '_' and '.', starting and

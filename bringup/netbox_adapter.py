@@ -257,6 +257,13 @@ class NetBox:
                 url=str(d.url).replace("/api/", "/"), tags=[t.slug for t in d.tags]))
         return out
 
+    @_guard
+    def rack_locations(self, site: str | None = None) -> dict[tuple[str, str], str]:
+        """(site slug, rack name) -> the slug of the rack's NetBox location, ``""`` when it has
+        none: the block (pod, scalable unit) a rack belongs to, for the Kueue topology."""
+        racks = self.api.dcim.racks.filter(site=site) if site else self.api.dcim.racks.all()
+        return {(r.site.slug, r.name): (r.location.slug if r.location else "") for r in racks}
+
     # --- recording ------------------------------------------------------------------------
     @_guard
     def update_node(self, node_id: int, *, status: str | None = None, stage: str | None = None,

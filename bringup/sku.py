@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError, ParseError
+from .fabric.topology import ExpectedTopology
 from .resources import data_dir
 from .yamlio import load_file, validation_error
 
@@ -47,6 +48,9 @@ class SkuSpec(BaseModel):
     bios_profile: str
     bios: dict[str, Any]
     image: str
+    # which NIC sits behind which GPU's PCIe switch (bringup.fabric.topology); optional so a
+    # SKU without one is checked as unknown, never passed
+    gpu_nic_map: ExpectedTopology | None = None
 
 
 def sku_from_context(context: dict[str, Any], device: str = "") -> SkuSpec:

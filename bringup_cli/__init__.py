@@ -31,6 +31,7 @@ GROUPS = [
     ("cost_cmd", None, "The GPU-hours ledger and cost."),
     ("metrics_cmd", "metrics", "The fleet as Prometheus metrics (an exporter, or a node_exporter textfile)."),
     ("report_cmd", None, "The fleet report: HTML, CSV and Parquet."),
+    ("kueue_cmd", "kueue", "Kueue topology-aware scheduling manifests of a pool."),
     ("parse_cmd", "parse", "Judge a recorded tool output (nccl-tests, DCGM, gpu-burn, ibstat)."),
 ]
 
