@@ -201,8 +201,11 @@ def test_runs_publish_a_fleet_table_and_node_summaries(seeded, flow_env):
     # the run links the site's fleet report, written where the run could write
     from pathlib import Path
     from urllib.parse import urlparse
-    assert link and link[0].type == "link", link
-    page = Path(urlparse(link[0].data).path)
+    # Prefect keeps a link artifact as markdown, "[text](url)"
+    import re
+    found = re.search(r"\((file://[^)\s]+)\)", (link[0].data or "") if link else "")
+    assert found, link
+    page = Path(urlparse(found.group(1)).path)
     assert page.name == "index.html" and "ft-r01-n04" in page.read_text()
 
 
