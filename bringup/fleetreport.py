@@ -32,7 +32,7 @@ from typing import Any
 import pandas as pd
 
 from .burnin_thresholds import ThresholdsFile, load_thresholds_file
-from .fleetdata import FleetData
+from .fleetdata import FleetData, load
 from .ledger import node_ledger
 from .lifecycle import LifecycleError, State, parse_state
 from .peers import MAD_SCALE
@@ -230,3 +230,10 @@ def write(out: Path, fd: FleetData, *, at: pd.Timestamp, gpu_hour_usd: float, po
     index = out / "index.html"
     index.write_text(page, encoding="utf-8")
     return index
+
+
+def write_site(netbox: Any, site: str, out: Path, *, gpu_hour_usd: float) -> Path:
+    """The report of ``site`` as NetBox holds it now, written under ``out`` (what a run
+    links and what the demo prints); returns the page's path."""
+    return write(out, load(netbox, site=site), at=pd.Timestamp.now(tz="UTC"), gpu_hour_usd=gpu_hour_usd,
+                 filters={"site": site})

@@ -28,6 +28,8 @@ from prefect.client.schemas.filters import (
 from prefect.deployments import run_deployment
 from prefect.exceptions import ObjectNotFound, PrefectHTTPStatusError
 
+from .orchestrator import is_unavailable
+
 BATCH_POOL = "bringup-batch"
 BATCH_DEPLOYMENT = "commission-batch/commission-batch"
 
@@ -84,11 +86,9 @@ def wait_for(run_id, poll: float = 2.0):
         try:
             with get_client(sync_client=True) as client:
                 run = client.read_flow_run(run_id)
-        except PrefectHTTPStatusError as exc:
-            if exc.response.status_code < 500:
+        except httpx.HTTPError as exc:
+            if not is_unavailable(exc):
                 raise
-            run = None
-        except httpx.TransportError:
             run = None
         if run is not None and run.state is not None and run.state.is_final():
             return run

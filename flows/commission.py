@@ -15,7 +15,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from bringup.lifecycle import State, parse_state, path
 
 from . import runtime
-from .artifacts import publish_fleet, publish_plan
+from .artifacts import publish_fleet, publish_plan, publish_report
 from .batches import BATCH_DEPLOYMENT, children_held, dispatch, online_workers, split
 from .walk import RunFailed, fan_out
 
@@ -76,6 +76,7 @@ def commission(site: str | None = None, rack: str | None = None, tag: str | None
                 report = report.model_copy(update={"verdict": "held", "reasons": held[s.name]})
             rows.append(report)
     publish_fleet(rows)
+    publish_report(rt)
     if failed:
         raise RunFailed(f"child runs did not complete: {'; '.join(failed)}",
                         hint="open them in the Prefect UI; their nodes are held where they stopped")
@@ -87,4 +88,5 @@ def commission_batch(nodes: list[str], burnin_profile: str = "quick", force: boo
                      config: str | None = None) -> list[dict]:
     """One share of a commission run: the named nodes (whole racks), walked in this run."""
     selected = runtime.get(config).select(names=nodes)
-    return fan_out(selected, {"burnin_profile": burnin_profile}, config=config, force=force, prefix="commission")
+    return fan_out(selected, {"burnin_profile": burnin_profile}, config=config, force=force, prefix="commission",
+                   report=False)

@@ -62,14 +62,11 @@ def _watch(ctx, site: str, run_id, timeout: float) -> None:
 
 def _report(ctx, site: str) -> str:
     """The fleet report (bringup report) of the site, next to the lab's other state."""
-    import pandas as pd
-
-    from bringup.fleetdata import load
-    from bringup.fleetreport import write
+    from bringup.fleetreport import write_site
     from bringup.settings import state_dir
     try:
-        index = write(state_dir() / "reports" / f"demo-{site}", load(ctx.netbox, site=site),
-                      at=pd.Timestamp.now(tz="UTC"), gpu_hour_usd=ctx.settings.gpu_hour_usd, filters={"site": site})
+        index = write_site(ctx.netbox, site, state_dir() / "reports" / f"demo-{site}",
+                           gpu_hour_usd=ctx.settings.gpu_hour_usd)
     except Exception as exc:  # noqa: BLE001 - the demo's outcome is above; say why there is no page
         return f"could not be written: {exc}"
     return str(index.resolve())

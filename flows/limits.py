@@ -35,7 +35,7 @@ import httpx
 from prefect.client.orchestration import get_client
 from prefect.exceptions import ObjectNotFound, PrefectHTTPStatusError
 
-from .orchestrator import through_outage
+from .orchestrator import is_unavailable, through_outage
 
 BMC_LIMIT = "bmc-sessions"
 INSTALL_LIMIT = "os-installs"
@@ -223,7 +223,7 @@ def _gate(name: str) -> Gate | None:
             except ObjectNotFound:  # the server will not enforce it either
                 return None
             except PrefectHTTPStatusError as exc:
-                if not _busy(exc) or attempt == 7:
+                if not is_unavailable(exc) or attempt == 7:
                     raise
                 time.sleep(min(0.1 * 2 ** attempt, MAX_POLL_SECONDS))
         with _lock:
@@ -270,12 +270,6 @@ def _on_wire() -> Iterator[None]:
             yield
 
 
-def _busy(exc: PrefectHTTPStatusError) -> bool:
-    """A 5xx: the server (or its database pool, measured at 1,000 nodes) is overloaded for
-    now; the same request succeeds a moment later."""
-    return exc.response.status_code >= 500
-
-
 def _held_elsewhere(exc: httpx.HTTPError) -> bool:
     return isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code == 423
 
@@ -317,7 +311,7 @@ def _release(client, lease_id: str) -> None:
         except PrefectHTTPStatusError as exc:
             if exc.response.status_code == 404:  # expired already: nothing to give back
                 return
-            if not _busy(exc):
+            if not is_unavailable(exc):
                 raise
             time.sleep(0.05 * 2 ** attempt)
     # still busy: the lease expires by itself after LEASE_SECONDS

@@ -56,16 +56,10 @@ class SiteRuntime:
     def report(self, name: str) -> Any:
         """The fleet report of this settings' site, written under ``<state dir>/reports/NAME``;
         returns the page's path (optional in a runtime: see flows.artifacts.publish_report)."""
-        import pandas as pd
-
-        from bringup.fleetdata import load
-        from bringup.fleetreport import write
+        from bringup.fleetreport import write_site
         from bringup.settings import state_dir
         s = self.ctx.settings
-        fd = load(self.ctx.netbox, site=s.site)
-        return write(state_dir() / "reports" / name, fd, at=pd.Timestamp.now(tz="UTC"),
-                     gpu_hour_usd=s.gpu_hour_usd, filters={"site": s.site})
-
+        return write_site(self.ctx.netbox, s.site, state_dir() / "reports" / name, gpu_hour_usd=s.gpu_hour_usd)
 
 _lock = threading.Lock()
 _runtimes: dict[str | None, Runtime] = {}

@@ -185,7 +185,8 @@ class RunFailed(BringupError):
 
 
 def fan_out(selected, params: dict, *, config: str | None = None, force: bool = False,
-            until: str = State.ACTIVE.value, prefix: str = "commission", reburnin: bool = False) -> list[dict]:
+            until: str = State.ACTIVE.value, prefix: str = "commission", reburnin: bool = False,
+            report: bool = True) -> list[dict]:
     """Walk each selected node side by side, then publish the fleet table. Nodes take turns
     rack by rack (in starting and in every queue for a shared limit), so every rack's
     burn-in slots fill early and stay busy. Ends by making Kubernetes agree with NetBox for
@@ -199,7 +200,8 @@ def fan_out(selected, params: dict, *, config: str | None = None, force: bool = 
     walks = [f.result() for f in futures]
     reports = [w.report for w in walks]
     publish_fleet(reports, prefix=prefix)
-    publish_report(runtime.get(config), prefix=prefix)
+    if report:  # a split run's parent writes it once, after its children
+        publish_report(runtime.get(config), prefix=prefix)
     drain_releases()  # the run ends with every slot it took back on the server
     errors = [w.controller_error for w in walks if w.controller_error]
     errors += converge(reports, config=config, prefix=prefix)  # the cluster agrees with NetBox, or the run fails
