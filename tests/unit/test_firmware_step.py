@@ -72,3 +72,28 @@ def test_settings_allow_updates_when_the_run_does_not_say(monkeypatch):
     assert firmware(ctx_for(svc, clock, monkeypatch, update=True), record(), {}).ok
     svc, clock = sim("bmcsim", DRIFT)
     assert not firmware(ctx_for(svc, clock, monkeypatch, update=True), record(), {"firmware_update": False}).ok
+
+
+def test_the_lifecycle_runs_firmware_first_in_discovered_and_quarantines_on_critical_drift(monkeypatch):
+    from lifecycle_fakes import MemoryRecords
+
+    from bringup.lifecycle import STEP_NAMES, Lifecycle, State
+    from bringup.results import StepResult
+
+    def with_firmware(update: bool):
+        svc, clock = sim("supermicro-hgx", DRIFT)
+        ctx = ctx_for(svc, clock, monkeypatch)
+        fns = {n: (lambda node, p, n=n: StepResult(node=node.name, step=n, ok=True)) for n in STEP_NAMES}
+        fns["firmware"] = lambda node, p: firmware(ctx, record(), {**p, "firmware_update": update})
+        rec = MemoryRecords("n1")
+        rec.nodes["n1"].stage = "discovered"
+        return Lifecycle(fns, rec), rec
+
+    lc, rec = with_firmware(update=False)
+    assert lc.pending_steps("n1", State.DISCOVERED)[0].name == "firmware"
+    r = lc.run_step("n1", State.DISCOVERED, "firmware")
+    assert r.state == "quarantined" and "GPU2_VBIOS" in rec.nodes["n1"].custom_fields["bringup_reason"]
+    assert rec.evidence["n1"]["firmware"]["findings"]
+    lc, rec = with_firmware(update=True)
+    assert lc.run_step("n1", State.DISCOVERED, "firmware").state == "discovered"
+    assert [s.name for s in lc.pending_steps("n1", State.DISCOVERED)] == ["bios", "install", "configure"]
