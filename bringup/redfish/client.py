@@ -149,10 +149,10 @@ class Bmc:
         return update.firmware_members(self)
 
     def update_firmware(self, image: str, targets: list[str], *, reset: bool | None = None,
-                        timeout: float | None = None) -> update.UpdateOutcome:
+                        timeout: float | None = None, fetch=update.fetch_image) -> update.UpdateOutcome:
         """Apply ``image`` to the members ``targets``, follow the task, reset where the image is
         staged, and read the members back (:func:`bringup.redfish.update.update_firmware`)."""
-        return update.update_firmware(self, image, targets, reset=reset, timeout=timeout)
+        return update.update_firmware(self, image, targets, reset=reset, timeout=timeout, fetch=fetch)
 
 
 def connect(address: str, creds: Credentials, port: int = 443, ca_bundle: str | None = None,

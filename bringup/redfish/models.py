@@ -260,6 +260,7 @@ class UpdateServiceDoc(_Doc):
     Id: str | None = None
     FirmwareInventory: Link | None = None
     MultipartHttpPushUri: str | None = None
+    MaxImageSizeBytes: int | None = None
     Actions: dict[str, Any] | None = None
 
     @property

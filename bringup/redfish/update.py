@@ -9,17 +9,22 @@ reads the Task's messages, resets the host where the image is staged until the n
 members still read their old version, waits for POST to end and reads the members again.
 The outcome is a value: the versions before and after, the task's state and messages.
 
-BMCs without the SimpleUpdate action take a multipart push instead
-(``MultipartHttpPushUri``, the AMI-based DGX BMC: tests/fixtures/redfish/nvidia-nvfwupd);
-that transfer is not implemented yet and is refused with a :class:`RedfishError` naming it.
+BMCs without the SimpleUpdate action take a multipart push instead (``MultipartHttpPushUri``,
+the AMI-based DGX BMC: tests/fixtures/redfish/nvidia-nvfwupd; DSP0266 "Multipart HTTP push
+updates"): the controller fetches the image and POSTs the form's two parts,
+``UpdateParameters`` (JSON: ``Targets``, ``@Redfish.OperationApplyTime``) and ``UpdateFile``.
+The ``firmware_update`` quirk picks the way where a BMC offers both.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import requests
 from pydantic import BaseModel, Field
 
 from bringup.errors import ConfigError, RedfishError, RedfishTimeoutError
@@ -94,12 +99,40 @@ def _protocol(image: str) -> str | None:
     return m.group(1).upper() if m else None
 
 
+def fetch_image(url: str, timeout: float = 300.0) -> bytes:
+    """The image a multipart push uploads, from the firmware repository."""
+    try:
+        resp = requests.get(url, timeout=timeout)
+        resp.raise_for_status()
+    except requests.RequestException as exc:
+        raise ConfigError(f"cannot fetch the firmware image {url}: {exc}",
+                          hint="check the SKU policy's image URL and that the firmware repository answers") from None
+    return resp.content
+
+
+def _push(bmc: Bmc, svc: UpdateServiceDoc, image: str, targets: list[str],
+          fetch: Callable[[str], bytes]) -> tuple[int, object, dict[str, str]]:
+    data = fetch(image)
+    if svc.MaxImageSizeBytes is not None and len(data) > svc.MaxImageSizeBytes:
+        raise RedfishError(f"{bmc.session.name}: image {image} is {len(data)} bytes, over the BMC's "
+                           f"MaxImageSizeBytes {svc.MaxImageSizeBytes}")
+    name = image.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1] or "image.bin"
+    params = json.dumps({"Targets": targets, "@Redfish.OperationApplyTime": "Immediate"})
+    parts = {"UpdateParameters": (None, params, "application/json"),
+             "UpdateFile": (name, data, "application/octet-stream")}
+    assert svc.MultipartHttpPushUri is not None
+    reply = bmc.session.request("POST", svc.MultipartHttpPushUri, body=parts,
+                                headers={"Content-Type": "multipart/form-data"})
+    return reply.status, reply.doc, reply.headers
+
+
 def update_firmware(bmc: Bmc, image: str, targets: list[str], *, reset: bool | None = None,
-                    timeout: float | None = None) -> UpdateOutcome:
+                    timeout: float | None = None, fetch: Callable[[str], bytes] = fetch_image) -> UpdateOutcome:
     """Apply ``image`` to the FirmwareInventory members ``targets`` (URIs) and read them back.
 
     ``reset``: None resets the host when the task says the image awaits a reset or a target
-    still reads its old version; True always; False never (the caller resets later)."""
+    still reads its old version; True always; False never (the caller resets later).
+    ``fetch`` reads the image for a multipart push (the BMC pulls it itself otherwise)."""
     if not targets:
         raise ConfigError("a firmware update needs at least one target member")
     timeout = bmc.quirks.firmware_task_seconds if timeout is None else timeout
@@ -107,23 +140,23 @@ def update_firmware(bmc: Bmc, image: str, targets: list[str], *, reset: bool | N
     svc = update_service(bmc)
     method = _method(bmc, svc)
     out = UpdateOutcome(image=image, targets=targets, method=method, before=versions(bmc, targets))
-    if method == "multipart":
-        raise RedfishError(f"{bmc.session.name} takes firmware only as a multipart push to "
-                           f"{svc.MultipartHttpPushUri}, which bringup does not send yet",
-                           hint="update this BMC's firmware with the vendor's tool (nvfwupd) for now")
-    target = svc.simple_update_target
-    if method != "simple" or not target:
-        raise RedfishError(f"{bmc.session.name}: the UpdateService has no SimpleUpdate action",
-                           hint="this BMC cannot be updated through Redfish")
-    body: dict[str, object] = {"ImageURI": image, "Targets": targets}
-    proto = _protocol(image)
-    if proto:
-        body["TransferProtocol"] = proto
-    reply = bmc.session.request("POST", target, body=body)
-    out.messages = messages(reply.doc)
-    task_uri = reply.doc.get("@odata.id") if isinstance(reply.doc, dict) and "TaskState" in reply.doc else None
-    location = reply.headers.get("location")
-    if reply.status == 202 and location:
+    if method == "multipart" and svc.MultipartHttpPushUri:
+        status, doc, headers = _push(bmc, svc, image, targets, fetch)
+    elif method == "simple" and svc.simple_update_target:
+        body: dict[str, object] = {"ImageURI": image, "Targets": targets}
+        proto = _protocol(image)
+        if proto:
+            body["TransferProtocol"] = proto
+        reply = bmc.session.request("POST", svc.simple_update_target, body=body)
+        status, doc, headers = reply.status, reply.doc, reply.headers
+    else:
+        raise RedfishError(f"{bmc.session.name}: the UpdateService offers no {method} update "
+                           "(no SimpleUpdate action, no MultipartHttpPushUri)",
+                           hint="this BMC cannot be updated through Redfish; check the firmware_update quirk")
+    out.messages = messages(doc)
+    task_uri = doc.get("@odata.id") if isinstance(doc, dict) and "TaskState" in doc else None
+    location = headers.get("location")
+    if status == 202 and location:
         follow(bmc.session, location, "firmware update", max(1.0, deadline - time.monotonic()))
     task_uri = task_uri or location
     if task_uri:

@@ -165,6 +165,7 @@ class ChassisDocs(_Base):
                 "TransferProtocol@Redfish.AllowableValues": ["HTTP", "HTTPS"]}}
         if up.multipart_push:
             doc["MultipartHttpPushUri"] = f"{R}/UpdateService/upload"
+            doc["MaxImageSizeBytes"] = 430198784     # the DGX BMC's (fixtures/redfish/nvidia-nvfwupd)
         return doc
 
     def software(self, key: str) -> dict[str, Any]:

@@ -1,4 +1,6 @@
-"""Firmware updates on a simulated BMC: ``UpdateService.SimpleUpdate`` and its Task.
+"""Firmware updates on a simulated BMC: ``UpdateService.SimpleUpdate`` (the BMC pulls the
+image) or, where the profile says so, a multipart push to ``MultipartHttpPushUri`` (the
+image is in the request, named by its part's file name), and the update's Task.
 
 The action answers 202 with the Task and a Location (monitor or Task, as the profile's
 ``task_location`` says, like every action here). The Task reads New, then Running, then
@@ -15,7 +17,10 @@ cannot verify does.
 
 from __future__ import annotations
 
+import json
 import re
+from email.parser import BytesParser
+from email.policy import HTTP
 from typing import TYPE_CHECKING, Any
 
 from .common import R
@@ -24,6 +29,7 @@ if TYPE_CHECKING:
     from .service import BmcService, Reply
 
 SIMPLE_UPDATE = f"{R}/UpdateService/Actions/UpdateService.SimpleUpdate"
+PUSH_URI = f"{R}/UpdateService/upload"
 FIRMWARE = f"{R}/UpdateService/FirmwareInventory/"
 PROTOCOLS = {"HTTP", "HTTPS"}
 _VERSION_IN_NAME = re.compile(r"[-_]v?([0-9A-Za-z]+(?:\.[0-9A-Za-z]+)+)\.(?:fwpkg|bin|pldm|img|exe|rom|tar|zip)$")
@@ -40,9 +46,33 @@ def image_version(uri: str) -> str | None:
     return m.group(1) if m else None
 
 
+def multipart_push(svc: BmcService, headers: dict[str, str], raw: bytes) -> Reply:
+    """POST to ``MultipartHttpPushUri``: parts ``UpdateParameters`` (JSON) and ``UpdateFile``."""
+    from .service import error
+    if not svc.profile.update.multipart_push:
+        return error(405, "OperationNotAllowed", f"POST is not allowed on {PUSH_URI}.")
+    ctype = headers.get("content-type", "")
+    if not ctype.lower().startswith("multipart/form-data"):
+        return error(415, "UnsupportedMediaType", "Send a multipart/form-data body.")
+    msg = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + ctype.encode() + b"\r\n\r\n" + raw)
+    params, filename, data = None, None, None
+    for part in msg.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        if name == "UpdateParameters":
+            try:
+                params = json.loads(part.get_payload(decode=True) or b"{}")
+            except ValueError:
+                return error(400, "MalformedJSON", "UpdateParameters is not JSON.")
+        elif name == "UpdateFile":
+            filename, data = part.get_filename(), part.get_payload(decode=True)
+    if not isinstance(params, dict) or not filename or not data:
+        return error(400, "ActionParameterMissing", "The form needs UpdateParameters and an UpdateFile.")
+    return _start(svc, filename, params.get("Targets"))
+
+
 def simple_update(svc: BmcService, body: dict[str, Any]) -> Reply:
-    from .service import Reply, error
-    st, up = svc.state, svc.profile.update
+    from .service import error
+    up = svc.profile.update
     if not up.simple_update:
         return error(404, "ResourceNotFound", f"There is no action at {SIMPLE_UPDATE}.")
     image = body.get("ImageURI")
@@ -53,7 +83,13 @@ def simple_update(svc: BmcService, body: dict[str, Any]) -> Reply:
         return error(400, "ActionParameterNotSupported", f"TransferProtocol {proto!r} is not one of {sorted(PROTOCOLS)}.")
     if proto is None and not re.match(r"(?i)https?://", image):
         return error(400, "ActionParameterMissing", "ImageURI has no scheme; give a TransferProtocol.")
-    targets = body.get("Targets")
+    return _start(svc, image, body.get("Targets"))
+
+
+def _start(svc: BmcService, image: str, targets: Any) -> Reply:
+    """Check the targets, start the update's task, answer 202 with it."""
+    from .service import Reply, error
+    st, up = svc.state, svc.profile.update
     if not isinstance(targets, list) or not targets:
         return error(400, "ActionParameterMissing", "SimpleUpdate needs Targets (FirmwareInventory members).")
     ids = []

@@ -134,6 +134,8 @@ nodes:
      bmc_vendor: supermicro-hgx, faults: [{kind: firmware_drift, attribute: GPU5_VBIOS, value: 96.00.61.00.01}]}
   - {name: fw-drift-dell, rack: r1, sku: hgx-h200-141gb, pool: p, bmc_address: 127.61.0.25, address: 127.62.0.25,
      bmc_vendor: dell-idrac, faults: [{kind: firmware_drift, attribute: BIOS, value: 1.8.0}]}
+  - {name: fw-drift-ami, rack: r1, sku: hgx-h200-141gb, pool: p, bmc_address: 127.61.0.26, address: 127.62.0.26,
+     bmc_vendor: ami-megarac, faults: [{kind: firmware_drift, attribute: GPU0_VBIOS, value: 96.00.5A.00.01}]}
 """
 
 

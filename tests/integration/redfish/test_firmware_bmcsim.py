@@ -41,3 +41,34 @@ def test_a_healthy_node_of_every_layout_meets_the_policy(bmcsim):
         with bmc(bmcsim, name) as b:
             found = check(members(b), bmcsim.skus[bmcsim.node(name).sku].firmware)
             assert found and all(f.passed for f in found), (name, [f for f in found if not f.passed])
+
+
+@pytest.fixture
+def firmware_repo(tmp_path):
+    """A firmware repository on loopback: the controller fetches a push-only BMC's image here."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    (tmp_path / "gpu-vbios-96.00.99.00.01.fwpkg").write_bytes(b"NVFW" + bytes(8192))
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(tmp_path)))
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_a_push_only_bmc_gets_the_image_as_a_multipart_form_over_https(bmcsim, firmware_repo):
+    name = "fw-drift-ami"
+    rules = bmcsim.skus[bmcsim.node(name).sku].firmware
+    with bmc(bmcsim, name) as b:
+        [drift] = [f for f in check(members(b), rules) if f.blocking]
+        assert (drift.member, drift.found) == ("GPU0_VBIOS", "96.00.5A.00.01")
+        out = b.update_firmware(f"{firmware_repo}/gpu-vbios-96.00.99.00.01.fwpkg", [drift.uri], timeout=60)
+        assert out.method == "multipart" and out.staged and out.after == {drift.uri: "96.00.99.00.01"}, out
+        assert all(f.passed for f in check(members(b), rules))

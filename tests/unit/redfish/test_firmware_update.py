@@ -25,12 +25,14 @@ def test_a_staged_gpu_image_shows_only_after_the_reset_the_client_issues(vendor,
     bmc = client(svc, clock, monkeypatch)
     members = {s.id: s for s in bmc.firmware()}
     assert members["GPU3_VBIOS"].version == "96.00.61.00.01" and members["GPU3_VBIOS"].updateable
-    out = bmc.update_firmware("http://fw/gpu-vbios-96.00.99.00.01.fwpkg", [f"{FW}/GPU3_VBIOS"], timeout=120)
+    out = bmc.update_firmware("http://fw/gpu-vbios-96.00.99.00.01.fwpkg", [f"{FW}/GPU3_VBIOS"], timeout=120,
+                              fetch=lambda url: b"package")      # the push-only BMC (AMI) gets the bytes
     assert out.task_state == "Completed" and out.staged and out.resets == 1, out
+    assert out.method == ("multipart" if vendor == "ami-megarac" else "simple")
     assert "Update.1.0.AwaitToActivate" in out.message_ids
     assert out.before == {f"{FW}/GPU3_VBIOS": "96.00.61.00.01"}
     assert out.after == {f"{FW}/GPU3_VBIOS": "96.00.99.00.01"} and svc.state.power_state() == "On"
-    sent = [c for c in bmc.session.calls if c[0] == "POST" and "SimpleUpdate" in c[1]]
+    sent = [c for c in bmc.session.calls if c[0] == "POST" and ("SimpleUpdate" in c[1] or "upload" in c[1])]
     assert len(sent) == 1
 
 
@@ -63,12 +65,44 @@ def test_an_image_that_does_not_verify_fails_the_update(monkeypatch):
     assert svc.state.firmware["BIOS"] == "1.9.2" and not svc.state.firmware_staged
 
 
-def test_a_bmc_with_only_a_push_uri_is_refused_by_name(monkeypatch):
-    svc, clock = sim("ami-megarac")
+def push_only(vendor="ami-megarac", **kw):
+    svc, clock = sim(vendor, **kw)
     profile = svc.profile.model_copy(update={"update": UpdateSpec(simple_update=False, multipart_push=True)})
     svc.profile = svc.state.profile = svc.tree.profile = profile
+    return svc, clock
+
+
+def test_a_bmc_with_only_a_push_uri_gets_the_image_in_a_multipart_form(monkeypatch):
+    svc, clock = push_only()
     bmc = client(svc, clock, monkeypatch)
-    with pytest.raises(RedfishError, match="multipart push to /redfish/v1/UpdateService/upload"):
+    fetched = []
+
+    def fetch(url):
+        fetched.append(url)
+        return b"\x7fFWPKG" + bytes(4096)
+
+    out = bmc.update_firmware("http://fw/repo/bios-1.9.3.bin?sig=1", [f"{FW}/BIOS"], timeout=60, fetch=fetch)
+    assert fetched == ["http://fw/repo/bios-1.9.3.bin?sig=1"] and out.method == "multipart"
+    assert ("POST", "/redfish/v1/UpdateService/upload") in bmc.session.calls
+    assert out.after == {f"{FW}/BIOS": "1.9.3"} and out.resets == 1
+
+
+def test_the_simulated_push_uri_wants_both_parts(monkeypatch):
+    svc, clock = push_only()
+    bmc = client(svc, clock, monkeypatch)
+    r = bmc.session.call("POST", "/redfish/v1/UpdateService/upload", body={"UpdateFile": ("a-1.0.bin", b"x")},
+                         headers={"Content-Type": "multipart/form-data"})
+    assert r.status == 400
+    r = bmc.session.call("POST", "/redfish/v1/UpdateService/upload", body={"x": 1})
+    assert r.status == 415
+
+
+def test_a_bmc_offering_no_way_is_refused_by_name(monkeypatch):
+    svc, clock = sim("ami-megarac")
+    profile = svc.profile.model_copy(update={"update": UpdateSpec(simple_update=False)})
+    svc.profile = svc.state.profile = svc.tree.profile = profile
+    bmc = client(svc, clock, monkeypatch)
+    with pytest.raises(RedfishError, match="no SimpleUpdate action, no MultipartHttpPushUri"):
         bmc.update_firmware("http://fw/bios-1.9.3.bin", [f"{FW}/BIOS"])
 
 
