@@ -154,8 +154,8 @@ def update_firmware(bmc: Bmc, image: str, targets: list[str], *, reset: bool | N
                            "(no SimpleUpdate action, no MultipartHttpPushUri)",
                            hint="this BMC cannot be updated through Redfish; check the firmware_update quirk")
     out.messages = messages(doc)
-    task_uri = doc.get("@odata.id") if isinstance(doc, dict) and "TaskState" in doc else None
-    location = headers.get("location")
+    task_uri = doc.get("@odata.id") if isinstance(doc, dict) and "TaskState" in doc else _task_in_messages(doc)
+    location = headers.get("location") or task_uri
     if status == 202 and location:
         follow(bmc.session, location, "firmware update", max(1.0, deadline - time.monotonic()))
     task_uri = task_uri or location
@@ -173,6 +173,17 @@ def update_firmware(bmc: Bmc, image: str, targets: list[str], *, reset: bool | N
         wait_post(bmc, deadline)
         out.after = versions(bmc, targets)
     return out
+
+
+def _task_in_messages(doc: object) -> str | None:
+    """The Task a 202 names only in a ``Task.1.0.New`` message, without a Location or a Task
+    body (the AMI-based DGX BMC's push answer: tests/fixtures/redfish/nvidia-nvfwupd)."""
+    for m in (doc.get("Messages") if isinstance(doc, dict) else None) or []:
+        mid = str(m.get("MessageId") or "") if isinstance(m, dict) else ""
+        args = m.get("MessageArgs") or [] if isinstance(m, dict) else []
+        if mid.startswith("Task.") and mid.endswith(".New") and args and str(args[0]).startswith("/redfish/"):
+            return str(args[0])
+    return None
 
 
 def _read_task(bmc: Bmc, uri: str, out: UpdateOutcome) -> None:

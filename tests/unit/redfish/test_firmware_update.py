@@ -124,3 +124,30 @@ def test_the_simulator_keeps_a_staged_image_out_of_the_inventory_until_a_post(mo
     clock.now += 10
     assert bmc.session.call("GET", f"{FW}/BIOS").doc["Version"] == "2.0.0"
     assert bmc.system().BiosVersion == "2.0.0"
+
+
+def test_a_push_answer_naming_its_task_only_in_a_message_is_followed(monkeypatch):
+    """The recorded DGX answer: 202, no Location, the Task in a Task.1.0.New message."""
+    accepted = json.loads((FIX / "nvidia-nvfwupd" / "multipart-push-accepted.json").read_text())
+    done = json.loads((FIX / "nvidia-nvfwupd" / "task-update-completed.json").read_text())
+    running = {**done, "TaskState": "Running", "PercentComplete": 40}
+    svc, clock = push_only()
+    bmc = client(svc, clock, monkeypatch)
+    real = bmc.session.call
+    polls = []
+
+    def call(method, path, **kw):
+        from bringup.redfish.transport import Reply
+        if path == "/redfish/v1/UpdateService/upload":
+            bmc.session.calls.append((method, path))
+            return Reply(202, accepted, {})
+        if path == "/redfish/v1/TaskService/Tasks/2":
+            polls.append(path)
+            return Reply(200, running if len(polls) < 3 else done, {})
+        return real(method, path, **kw)
+
+    monkeypatch.setattr(bmc.session, "call", call)
+    out = bmc.update_firmware("http://fw/retimer-2.07.19.fwpkg", [f"{FW}/BIOS"], timeout=60, fetch=lambda u: b"x")
+    assert out.task == "/redfish/v1/TaskService/Tasks/2" and out.task_state == "Completed" and len(polls) >= 3
+    assert "Update.1.0.UpdateSuccessful" in out.message_ids and not out.staged
+    assert out.resets == 1      # the member still read its old version: reset once, then read again
