@@ -8,14 +8,11 @@ moves to the handler's ``success`` state; a step finds the node unfit, and it mo
 changes the provisioning state), nothing else writes the stage: steps return
 :class:`~bringup.results.StepResult` values and :class:`Lifecycle` records them.
 
-::
+The path is ``planned -> discovered -> provisioned -> burned_in -> validating -> active``; any
+state with a handler may fail to ``quarantined`` (then ``inspection``); ``active -> draining
+-> provisioned`` is a re-burn-in (the diagram: ARCHITECTURE.md, "The job").
 
-    planned -> discovered -> provisioned -> burned_in -> validating -> active
-       |            |             |             |             |          |
-       +------------+-------------+-------------+-------------+--> quarantined -> inspection
-    active -> draining -> provisioned ...          (re-burn-in; drain is a step of draining)
-
-``bios``, ``install`` and ``configure`` are steps of ``discovered``; ``judge`` (which also
+``firmware``, ``bios``, ``install`` and ``configure`` are steps of ``discovered``; ``judge`` (which also
 records the verdict) is the step of ``burned_in``; ``join`` of ``validating``; ``drain``
 of ``draining``. A rerun resumes in the state NetBox records, skipping the steps of that
 state whose evidence it already holds. ``force`` restarts a node from ``planned``,
@@ -90,8 +87,8 @@ class Handler:
 #: a run stops (active: serving; quarantined and inspection: an operator decides).
 TABLE: dict[State, Handler] = {
     State.PLANNED: Handler((Step("discover", ("bmc",)),), State.DISCOVERED),
-    State.DISCOVERED: Handler((Step("bios", ("bmc",)), Step("install", ("install", "bmc")), Step("configure")),
-                              State.PROVISIONED, status="staged"),
+    State.DISCOVERED: Handler((Step("firmware", ("bmc",)), Step("bios", ("bmc",)), Step("install", ("install", "bmc")),
+                               Step("configure")), State.PROVISIONED, status="staged"),
     State.PROVISIONED: Handler((Step("burn_in", ("burnin",)),), State.BURNED_IN),
     State.BURNED_IN: Handler((Step("judge"),), State.VALIDATING),
     State.VALIDATING: Handler((Step("join"),), State.ACTIVE, status="active"),

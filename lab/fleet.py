@@ -51,6 +51,7 @@ class FaultKind(StrEnum):
     CHIPSET_FUNCTION = "chipset_function"    # an onboard AMD "MultiFunction" PCIe device (no GPU)
     BIOS_SECOND_RESET = "bios_second_reset"  # staged BIOS settings apply only at the second POST
     BOOT_FAIL = "boot_fail"                  # the virtual-media boot fails; the BMC logs it
+    FIRMWARE_DRIFT = "firmware_drift"        # attribute: FirmwareInventory Id; value: the old version it runs
     # GPU health (NVML stand-in, DCGM / gpu-burn stand-ins)
     ECC_OFF = "ecc_off"
     ECC_PENDING = "ecc_pending"              # pending mode differs from current
