@@ -3,7 +3,7 @@
 Before a run takes serving nodes out of service (a re-burn-in drains them, the health
 watch cordons and drains a suspect one) it asks :func:`ask`: the pools of the nodes
 concerned and when their nodes left service come from NetBox (the devices' pool and the
-change log of ``bringup_stage``), the policy from ``bringup/data/guard.yaml``. Refused
+change log of the stage field), the policy from ``bringup/data/guard.yaml``. Refused
 nodes stay as they are; :func:`record_refusals` writes why in each one's journal, and the
 caller fails its run with :func:`bringup.blastradius.refusals` so an operator looks.
 
