@@ -22,9 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from ..ansible import SshAccess
-from ..errors import ConfigError, HostKeyMismatch, SSHDropped, SSHUnreachable
+from ..errors import AuthError, ConfigError, HostKeyMismatch, SSHDropped, SSHUnreachable
 
 PERFTEST_PORT = 18515  # perftest's default TCP port for its out-of-band exchange
+# printed to stderr by the remote shell before the command: without it, an exit status of
+# 255 is ssh's own failure; with it, 255 is the command's (mpirun's inner ssh failing)
+_STARTED = "bringup-fabric: command started"
 
 
 @dataclass(frozen=True)
@@ -158,7 +161,7 @@ class FabricSsh:
         return ["ssh", "-i", str(self.access.key_file), "-o", "IdentitiesOnly=yes",
                 "-o", f"UserKnownHostsFile={self.access.known_hosts}", "-o", "StrictHostKeyChecking=yes",
                 "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-p", str(t.port),
-                f"{self.access.user}@{t.address}", shlex.join(command)]
+                f"{self.access.user}@{t.address}", f"echo '{_STARTED}' >&2; exec {shlex.join(command)}"]
 
     def run(self, t: Target, command: list[str], timeout: float) -> RunOutput:
         t0 = time.monotonic()
@@ -195,16 +198,27 @@ def _text(b: bytes | str | None) -> str:
 
 
 def _raise_for_ssh(t: Target, out: RunOutput) -> None:
-    """ssh exits 255 for its own failures; the command's own status passes through."""
+    """ssh exits 255 for its own failures; the command's own status passes through. A
+    command that started and exits 255 (mpirun when its ssh to a partner fails) is the
+    test's result, unless our own session to ``t`` was closed under it."""
+    started = _STARTED in out.stderr
+    out.stderr = "\n".join(ln for ln in out.stderr.splitlines() if ln.strip() != _STARTED)
     if out.rc != 255:
         return
     err = out.stderr
     who = f"node {t.name} ({t.address}:{t.port})"
+    if started:
+        if f"Connection to {t.address} closed" in err:
+            raise SSHDropped(f"the SSH session to {who} dropped during the fabric test")
+        return
     if "Host key verification failed" in err or "REMOTE HOST IDENTIFICATION HAS CHANGED" in err:
         raise HostKeyMismatch(f"{who} did not present its pinned host key; refusing to run the fabric test",
                               hint="compare the node's host key with the known_hosts entry")
     if "Connection refused" in err or "timed out" in err or "No route to host" in err:
         raise SSHUnreachable(f"{who} did not answer SSH: {err.strip().splitlines()[-1] if err.strip() else ''}")
-    if "closed by remote host" in err or "Broken pipe" in err or "Connection reset" in err:
-        raise SSHDropped(f"the SSH session to {who} dropped during the fabric test")
-    # 255 from mpirun itself (it uses it for some launch failures) is the test's failure: a value
+    if "Permission denied" in err:
+        # our key is not accepted: the controller's setup, not the node's health
+        raise AuthError(f"{who} refused our SSH key", hint="check the settings' ssh_key_file and the node's "
+                        "authorized_keys")
+    raise SSHUnreachable(f"SSH to {who} failed before the command started: "
+                         f"{err.strip().splitlines()[-1] if err.strip() else 'no message'}")
