@@ -18,7 +18,7 @@ from lab.fleet import Fault, FaultKind, NodeSpec
 from .build import build_nvml
 
 STANDIN = Path(__file__).parent / "tools" / "standin.py"
-TOOLS = ("dcgmi", "all_reduce_perf", "gpu_burn", "ibstat", "dpkg-query", "uname", "dmesg", "ib_write_bw")
+TOOLS = ("dcgmi", "all_reduce_perf", "gpu_burn", "ibstat", "dpkg-query", "uname", "dmesg", "ib_write_bw", "nvidia-smi")
 # bus ids of an HGX 8-GPU baseboard (as nvidia-smi shows them on common H100 servers)
 HGX_BUS = ["18", "2a", "3a", "5d", "9a", "ab", "ba", "db", "1b", "2d", "3d", "60", "9d", "ae", "bd", "de"]
 # PCI device ids (device << 16 | vendor), as NVML's pciDeviceId reports them

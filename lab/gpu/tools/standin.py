@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Stand-ins for the node tools the burn-in agent runs: dcgmi, all_reduce_perf, gpu_burn,
-ibstat, dpkg-query, uname, dmesg; and the fabric test's ib_write_bw and multi-node
-all_reduce_perf (their multi-node parts in standin_fabric.py).
+ibstat, dpkg-query, uname, dmesg; and the fabric test's ib_write_bw, multi-node
+all_reduce_perf and ``nvidia-smi topo -m`` (in standin_fabric.py).
 
 One script, dispatched on the name it is called by (lab.gpu links each tool name to it).
 Each prints the real tool's output format with numbers taken from the node profile in
@@ -302,7 +302,8 @@ def dmesg(p: dict, argv: list) -> int:
 
 TOOLS = {"dcgmi": dcgmi, "all_reduce_perf": all_reduce_perf, "gpu_burn": gpu_burn, "ibstat": ibstat,
          "dpkg-query": dpkg_query, "uname": uname, "dmesg": dmesg,
-         "ib_write_bw": lambda p, argv: standin_fabric.ib_write_bw(p, argv)}
+         "ib_write_bw": lambda p, argv: standin_fabric.ib_write_bw(p, argv),
+         "nvidia-smi": lambda p, argv: standin_fabric.nvidia_smi(p, argv)}
 
 
 def main() -> int:

@@ -224,3 +224,54 @@ def ib_write_bw(p: dict, argv: list) -> int:
     time.sleep(float(p.get("tool_seconds", 0.2)))
     print("\n".join(_report(p, o, me, peer, rail_gbps(p, ca["name"], theirs, peer["dev"]))))
     return 0
+
+
+# --- nvidia-smi topo -m ------------------------------------------------------------------
+TOPO_LEGEND = """
+Legend:
+
+  X    = Self
+  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)
+  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node
+  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)
+  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)
+  PIX  = Connection traversing at most a single PCIe bridge
+  NV#  = Connection traversing a bonded set of # NVLinks
+"""
+CPUS = {0: "0-55,112-167", 1: "56-111,168-223"}  # two sockets, as in tests/fixtures/topology
+
+
+def topo_matrix(p: dict) -> str:
+    """The matrix as newer drivers print it (tests/fixtures/topology/vllm-16359-*): GPU i
+    shares a PCIe switch with NIC i (PXB) when both sit on one NUMA node; a NIC moved to
+    the other socket (``nic_numa``) is SYS from its GPU and NODE from the far ones."""
+    n = p["gpu_count"]
+    ib = p.get("ib", [])
+    gpu_numa = [0 if i < max(1, n // 2) else 1 for i in range(n)]
+
+    def gpu_nic(g: int, k: int) -> str:
+        if ib[k]["numa_node"] != gpu_numa[g]:
+            return "SYS"
+        return "PXB" if k == g else "NODE"
+
+    head = [f"GPU{i}" for i in range(n)] + [f"NIC{k}" for k in range(len(ib))]
+    out = ["\t" + "\t".join(head) + "\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID"]
+    for g in range(n):
+        cells = [" X " if h == g else "NV18" for h in range(n)] + [gpu_nic(g, k) for k in range(len(ib))]
+        out.append(f"GPU{g}\t" + "\t".join(cells) + f"\t{CPUS[gpu_numa[g]]}\t{gpu_numa[g]}\t\tN/A")
+    for k, ca in enumerate(ib):
+        cells = [gpu_nic(g, k) for g in range(n)]
+        cells += [" X " if j == k else ("NODE" if other["numa_node"] == ca["numa_node"] else "SYS")
+                  for j, other in enumerate(ib)]
+        out.append(f"NIC{k}\t" + "\t".join(cells))
+    out.append(TOPO_LEGEND)
+    out += ["NIC Legend:", ""] + [f"  NIC{k}: {ca['name']}" for k, ca in enumerate(ib)]
+    return "\n".join(out) + "\n"
+
+
+def nvidia_smi(p: dict, argv: list) -> int:
+    if argv[:2] in (["topo", "-m"], ["topo", "--matrix"]):
+        sys.stdout.write(topo_matrix(p))
+        return 0
+    sys.stderr.write("stand-in nvidia-smi only simulates `nvidia-smi topo -m`\n")
+    return 2

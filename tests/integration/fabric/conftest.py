@@ -21,14 +21,14 @@ from lab.nodes.install import install_from_media
 from lab.nodes.sshd import client_key, known_hosts_path, stop_sshd, write_known_hosts
 
 #: the fabric lab: two healthy nodes, one with a degraded rail and a flapping port, a bad
-#: cable between c1 and c2, a slow node
+#: cable between c1 and c2, a slow node whose third NIC sits on the other socket
 NODES = [
     ("ok1", "[]"),
     ("ok2", "[]"),
     ("rail", "[{kind: degraded_rail, iface: cx3, value: 180}, {kind: flapping_port, iface: cx1, value: 30}]"),
     ("c1", "[{kind: bad_cable, other: c2, value: 60}]"),
     ("c2", "[]"),
-    ("slow", "[{kind: slow_node, value: 200}]"),
+    ("slow", "[{kind: slow_node, value: 200}, {kind: nic_numa, iface: cx2}]"),
 ]
 
 

@@ -51,3 +51,15 @@ def test_counters_grow_on_a_flapping_port_during_a_test(fabric_lab):
     assert any("symbol_error grew by 30" in f.message for f in flapping)
     assert any("link_downed grew by 1" in f.message for f in flapping)
     assert counter_growth("ok2", before["ok2"], after["ok2"], TH.counters)[1] == []
+
+
+def test_a_nic_on_the_wrong_numa_node_shows_in_topo_and_sysfs(fabric_lab):
+    from bringup.fabric.topomatrix import parse_topo_matrix
+    slow, ok = fabric_lab.group_node("slow"), fabric_lab.group_node("ok1")
+    numa = ["sh", "-c", 'cat "${BURNIN_SYSFS_ROOT:-}"/sys/class/infiniband/mlx5_2/device/numa_node']
+    assert fabric_lab.fs.run(slow.target, numa, 30).stdout.split() == ["1"]
+    assert fabric_lab.fs.run(ok.target, numa, 30).stdout.split() == ["0"]
+    moved = parse_topo_matrix(fabric_lab.fs.run(slow.target, ["nvidia-smi", "topo", "-m"], 30).stdout)
+    healthy = parse_topo_matrix(fabric_lab.fs.run(ok.target, ["nvidia-smi", "topo", "-m"], 30).stdout)
+    assert moved.gpu(2).link("mlx5_2") == "SYS" and healthy.gpu(2).link("mlx5_2") == "PXB"
+    assert [n.name for n in moved.nics] == [f"mlx5_{i}" for i in range(8)]

@@ -71,3 +71,29 @@ def test_a_bad_cable_must_name_another_node_of_the_fleet():
             "     faults: [{kind: bad_cable, other: nobody}]}\n")
     with pytest.raises(ConfigError, match=r"faults\[0\]\.other: a bad cable needs the name of another node"):
         loads_fleet(text, nic_counts(load_skus()))
+
+
+def node_topology(p: dict):
+    """The matrix as the stand-in prints it, plus each NIC's NUMA node as the lab's sysfs
+    holds it (``/sys/class/infiniband/<hca>/device/numa_node``, written from the same profile)."""
+    from bringup.fabric.topology import NicReport
+    from bringup.fabric.topomatrix import parse_topo_matrix
+
+    topo = parse_topo_matrix(fabric.topo_matrix(p))
+    return topo.model_copy(update={"nics": [NicReport(name=ca["name"], numa_node=ca["numa_node"]) for ca in p["ib"]]})
+
+
+def test_topology_standin_shows_a_nic_on_the_wrong_numa_node():
+    from bringup.fabric.topology import ExpectedPair, ExpectedTopology, check_topology
+
+    # the lab names the NIC of GPU i mlx5_i (the SKU's DGX map names others: see the report)
+    expected = ExpectedTopology(pairs=[ExpectedPair(gpu=i, nic=f"mlx5_{i}", numa=0 if i < 4 else 1)
+                                       for i in range(8)])
+    healthy = node_topology(prof("a"))
+    assert check_topology(healthy, expected).outcome == "pass"
+    assert healthy.gpu(5).numa_node == 1 and healthy.gpu(5).link("mlx5_5") == "PXB"
+    moved = node_topology(prof("b", {"kind": "nic_numa", "iface": "cx2"}))
+    assert moved.gpu(2).link("mlx5_2") == "SYS" and moved.gpu(6).link("mlx5_2") == "NODE"
+    verdict = check_topology(moved, expected)
+    assert verdict.outcome == "fail"
+    assert {(f.kind, f.gpu, f.nic) for f in verdict.findings} == {("far_nic", 2, "mlx5_2"), ("nic_numa", 2, "mlx5_2")}
