@@ -16,7 +16,7 @@ from burnin.checks.tools import NCCL_ERROR_LIMITS
 from burnin.parsers import UnparseableOutput
 from burnin.parsers.nccl import assess, busbw_at_largest, parse_nccl_perf
 
-from ..errors import ParseError
+from ..errors import ConfigError, HostKeyMismatch, ParseError
 from .counters import Reading
 from .models import Outcome
 from .mpirun import FabricSsh, MpiHost, NodeSsh, RunOutput, Target, ib_write_bw_argv, mpirun_argv, nccl_argv
@@ -54,6 +54,7 @@ def run_nccl_group(fs: FabricSsh, nodes: list[GroupNode], node_ssh: NodeSsh, *, 
     argv = mpirun_argv(hosts, nccl_argv(end=end), node_ssh, env=env, allow_run_as_root=allow_run_as_root)
     run = fs.run(nodes[0].target, argv, timeout)
     names = [n.name for n in nodes]
+    _raise_for_partner_keys(nodes, run.stderr)
     if run.timed_out:
         return NcclGroupResult(names, "unknown", None, [f"mpirun did not finish within {timeout:.0f}s"], run)
     problems = world_problems(parse_world(run.stdout), nodes=len(nodes), ranks=sum(h.slots for h in hosts))
@@ -76,6 +77,28 @@ def run_nccl_group(fs: FabricSsh, nodes: list[GroupNode], node_ssh: NodeSsh, *, 
     if busbw < min_busbw_gbps:
         problems.append(f"busbw {busbw:.1f} GB/s at the largest sizes is below {min_busbw_gbps:g}")
     return NcclGroupResult(names, outcome, busbw, problems, run, findings)
+
+
+# what OpenSSH prints, under mpirun, when a partner's key is not pinned or has changed
+_UNPINNED = re.compile(r"No \S+ host key is known for \[?([^\]\s:]+)\]?(?::\d+)?")
+_CHANGED = re.compile(r"Host key for \[?([^\]\s:]+)\]?(?::\d+)? has changed")
+
+
+def _raise_for_partner_keys(nodes: list[GroupNode], stderr: str) -> None:
+    """A partner OpenMPI's ssh would not trust says nothing about the fabric: a key never
+    pinned on the launcher is our setup (the node is held), a changed one is the partner's
+    (never connected to)."""
+    by_address = {n.address: n.name for n in nodes}
+    if m := _UNPINNED.search(stderr):
+        who = by_address.get(m.group(1), m.group(1))
+        raise ConfigError(f"node {nodes[0].name} has no pinned host key for its fabric partner {who} "
+                          f"({m.group(1)}); mpirun refused to connect",
+                          hint="write the partners' host keys into the known_hosts the nodes use for mpirun")
+    if m := _CHANGED.search(stderr):
+        who = by_address.get(m.group(1), m.group(1))
+        raise HostKeyMismatch(f"fabric partner {who} ({m.group(1)}) presented a host key other than the pinned "
+                              f"one to {nodes[0].name}; refusing to run the test with it",
+                              hint="if the node was legitimately re-keyed, update the pinned key; else inspect it")
 
 
 @dataclass

@@ -4,9 +4,11 @@ the lab's sshd nodes; the stand-in ranks' figures come from every participant's 
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
+from bringup.errors import ConfigError, HostKeyMismatch
 from bringup.fabric.localise import localise
 from bringup.fabric.models import FabricNode, PairResult
 from bringup.fabric.ncclworld import parse_world
@@ -66,9 +68,22 @@ def test_a_partner_whose_host_key_is_not_pinned_is_refused(fabric_lab, tmp_path)
     pinned.write_text("".join(line + "\n" for line in fabric_lab.access.known_hosts.read_text().splitlines()
                               if not line.startswith(f"[{ok2.address}]:")))
     node_ssh = type(fabric_lab.node_ssh)(fabric_lab.node_ssh.key_file, str(pinned), port=ok2.ssh_port)
-    r = run_nccl_group(fabric_lab.fs, [fabric_lab.group_node("ok1"), fabric_lab.group_node("ok2")], node_ssh,
+    with pytest.raises(ConfigError, match=rf"node ok1 has no pinned host key for its fabric partner ok2 "
+                       rf"\({re.escape(ok2.address)}\)"):
+        run_nccl_group(fabric_lab.fs, [fabric_lab.group_node("ok1"), fabric_lab.group_node("ok2")], node_ssh,
                        min_busbw_gbps=MIN_BUSBW, timeout=60, end="1M", allow_run_as_root=ROOT)
-    assert r.outcome != "pass" and r.run.rc != 0
-    assert "Host key verification failed" in r.run.stderr
     # and nothing was added on first use
     assert ok2.address not in pinned.read_text()
+
+
+def test_a_partner_presenting_another_key_is_refused_by_name(fabric_lab, tmp_path):
+    ok1, ok2 = fabric_lab.fleet.node("ok1"), fabric_lab.fleet.node("ok2")
+    lines = fabric_lab.access.known_hosts.read_text().splitlines()
+    ok1_key = next(ln.split(None, 1)[1] for ln in lines if ln.startswith(f"[{ok1.address}]:"))
+    swapped = tmp_path / "known_hosts"  # ok2 pinned with ok1's key: ok2's real key is "another"
+    swapped.write_text("".join((f"[{ok2.address}]:{ok2.ssh_port} {ok1_key}" if ln.startswith(f"[{ok2.address}]:")
+                                else ln) + "\n" for ln in lines))
+    node_ssh = type(fabric_lab.node_ssh)(fabric_lab.node_ssh.key_file, str(swapped), port=ok2.ssh_port)
+    with pytest.raises(HostKeyMismatch, match=r"fabric partner ok2 .* presented a host key other than the pinned"):
+        run_nccl_group(fabric_lab.fs, [fabric_lab.group_node("ok1"), fabric_lab.group_node("ok2")], node_ssh,
+                       min_busbw_gbps=MIN_BUSBW, timeout=60, end="1M", allow_run_as_root=ROOT)
