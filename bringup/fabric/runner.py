@@ -23,6 +23,10 @@ from .mpirun import FabricSsh, MpiHost, NodeSsh, RunOutput, Target, ib_write_bw_
 from .ncclworld import parse_world, world_problems
 from .perftest import PerftestResult, parse_perftest_bw
 
+#: OpenMPI 4's messages for ranks that were never started (tests/integration/fabric shows them)
+_LAUNCH_FAILED = ("ORTE was unable to reliably start", "ORTE does not know how to route",
+                  "was unable to find the executable", "mpirun was unable to launch")
+
 
 @dataclass(frozen=True)
 class GroupNode:
@@ -62,7 +66,10 @@ def run_nccl_group(fs: FabricSsh, nodes: list[GroupNode], node_ssh: NodeSsh, *, 
         parsed = parse_nccl_perf(run.stdout)
     except UnparseableOutput as exc:
         tail = run.stderr.strip().splitlines()[-1:] or ["no error output"]
-        return NcclGroupResult(names, "unknown" if run.rc == 0 else "fail", None,
+        # a launch that never started the ranks says nothing about the fabric; a test that
+        # started and died (NCCL aborting on a broken link) is a failure of this group
+        launch = any(m in run.stderr for m in _LAUNCH_FAILED)
+        return NcclGroupResult(names, "unknown" if run.rc == 0 or launch else "fail", None,
                                [*problems, f"no result table ({exc}); mpirun exit {run.rc}: {tail[0]}"], run)
     busbw = busbw_at_largest(parsed)
     findings = assess(parsed, NCCL_ERROR_LIMITS)

@@ -1,10 +1,21 @@
-"""mpirun / nccl-tests / ib_write_bw command lines, and the counter dump reader."""
+"""mpirun / nccl-tests / ib_write_bw command lines, the counter dump reader, and how the SSH
+adapter tells ssh's own failures from the command's."""
 
 import pytest
 
-from bringup.errors import ConfigError
-from bringup.fabric.mpirun import MpiHost, NodeSsh, ib_write_bw_argv, mpirun_argv, nccl_argv
-from bringup.fabric.runner import parse_counter_dump
+from bringup.errors import AuthError, ConfigError, HostKeyMismatch, SSHDropped, SSHUnreachable
+from bringup.fabric.mpirun import (
+    _STARTED,
+    MpiHost,
+    NodeSsh,
+    RunOutput,
+    Target,
+    _raise_for_ssh,
+    ib_write_bw_argv,
+    mpirun_argv,
+    nccl_argv,
+)
+from bringup.fabric.runner import GroupNode, _raise_for_partner_keys, parse_counter_dump
 
 SSH = NodeSsh("/home/bringup/.ssh/id_ed25519", "/etc/bringup/known_hosts", port=2222)
 
@@ -59,3 +70,52 @@ def test_counter_dump_reads_every_port_and_skips_garbage():
             "/sys/class/infiniband/mlx5_1/ports/1/counters/port_rcv_errors:N/A\n"
             "grep: /sys/class/infiniband/*/ports/*/counters/*: No such file or directory\n")
     assert parse_counter_dump(text) == {("mlx5_0", 1): {"symbol_error": 3}, ("mlx5_1", 1): {"link_downed": 0}}
+
+
+# --- how ssh's failures are told from the command's ------------------------------------
+
+T = Target("n1", "10.0.0.1", 22)
+
+
+def out(rc, stderr):
+    return RunOutput(["mpirun"], rc, "", stderr, 0.1)
+
+
+@pytest.mark.parametrize("stderr, error", [
+    ("Host key verification failed.\n", HostKeyMismatch),
+    ("ssh: connect to host 10.0.0.1 port 22: Connection refused\n", SSHUnreachable),
+    ("user@10.0.0.1: Permission denied (publickey).\n", AuthError),
+    ("kex_exchange_identification: read: Connection reset by peer\n", SSHUnreachable),
+])
+def test_ssh_failing_before_the_command_raises_by_class(stderr, error):
+    with pytest.raises(error):
+        _raise_for_ssh(T, out(255, stderr))
+
+
+def test_a_command_that_started_and_exits_255_is_its_own_result():
+    # mpirun exits 255 when its ssh to a partner fails: the marker says our session ran it
+    o = out(255, f"{_STARTED}\nHost key verification failed.\nORTE was unable to reliably start one or more daemons.\n")
+    _raise_for_ssh(T, o)
+    assert _STARTED not in o.stderr and "ORTE was unable" in o.stderr
+    with pytest.raises(SSHDropped):
+        _raise_for_ssh(T, out(255, f"{_STARTED}\nConnection to 10.0.0.1 closed by remote host.\n"))
+    _raise_for_ssh(T, out(1, "anything"))  # not 255: the command's status, whatever it printed
+
+
+# stderr of mpirun on the lab's first node (tests/integration/fabric), first lines
+UNPINNED = ("No ED25519 host key is known for [127.95.172.2]:2222 and you have requested strict checking.\n"
+            "Host key verification failed.\n")
+CHANGED = ("@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n"
+           "@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\n"
+           "Host key for [127.95.172.2]:2222 has changed and you have requested strict checking.\n"
+           "Host key verification failed.\n")
+GROUP = [GroupNode("n1", Target("n1", "127.95.172.1", 2222), "127.95.172.1", 8),
+         GroupNode("n2", Target("n2", "127.95.172.2", 2222), "127.95.172.2", 8)]
+
+
+def test_partner_host_key_trouble_names_the_partner():
+    with pytest.raises(ConfigError, match=r"n1 has no pinned host key for its fabric partner n2 \(127\.95\.172\.2\)"):
+        _raise_for_partner_keys(GROUP, UNPINNED)
+    with pytest.raises(HostKeyMismatch, match=r"partner n2 \(127\.95\.172\.2\) presented a host key other"):
+        _raise_for_partner_keys(GROUP, CHANGED)
+    _raise_for_partner_keys(GROUP, "[vm:10787] plm:rsh: Warning: setpgid(10891,10891) failed in parent\n")
