@@ -16,12 +16,13 @@ TH = load_fabric_thresholds("hgx-h100-80gb")
 def test_a_degraded_rail_shows_on_that_nic_only(fabric_lab):
     srv, cli = fabric_lab.group_node("rail"), fabric_lab.group_node("ok1")
     bad = run_rail(fabric_lab.fs, srv, cli, "mlx5_3")
-    good = run_rail(fabric_lab.fs, srv, cli, "mlx5_2")
+    good = run_rail(fabric_lab.fs, srv, cli, "mlx5_2", gpu=2)  # GPUDirect: --use_cuda=2
     assert bad.result is not None, (bad.problem, bad.client.stderr)
     assert bad.result.device == "mlx5_3" and bad.result.unit == "Gb"
     assert judge_rail("mlx5_3", bad.result, TH).outcome == "fail"
     assert bad.result.largest.avg_gbps == pytest.approx(180.0, abs=0.5)
     assert judge_rail("mlx5_2", good.result, TH).outcome == "pass"
+    assert good.result.cuda_device == "NVIDIA H100 80GB HBM3" and bad.result.cuda_device is None
     # the server printed perftest's report too, after waiting for its client
     assert "Waiting for client to connect" in bad.server.stdout and "BW average[Gb/sec]" in bad.server.stdout
     # the same rail with another healthy node as server: still fine on ok1's side
