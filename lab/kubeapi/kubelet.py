@@ -17,6 +17,9 @@ For each such pod it:
 * reports ``terminated`` with the exit code (reason ``Completed`` or ``Error``) and the
   phase ``Succeeded`` or ``Failed``.
 
+It also records the Events a kubelet records about its node when it sees a cordon come
+or go (``NodeNotSchedulable`` / ``NodeSchedulable``).
+
 Limits, on purpose: containers of a pod run one after the other, each once (as with
 ``restartPolicy: Never``); a node that does not answer SSH leaves the pod Pending with a
 Warning Event, retried every few seconds. Node address: the fleet's entry for the node
@@ -109,6 +112,7 @@ class Kubelet:
         self.stop = threading.Event()
         self.busy: set[tuple[str, str]] = set()
         self.retry_at: dict[tuple[str, str], float] = {}
+        self.node_events: list[tuple[dict[str, Any], str]] = []
         self._lock = threading.Lock()
         store.hooks.append(self._on_write)
 
@@ -121,6 +125,12 @@ class Kubelet:
         if res.plural == "pods" and new is None and old is not None:
             shutil.rmtree(self.logs / old["metadata"].get("namespace", "") / old["metadata"]["name"],
                           ignore_errors=True)
+        if res.plural == "nodes" and old is not None and new is not None:
+            was, now = bool((old.get("spec") or {}).get("unschedulable")), bool((new.get("spec") or {}).get(
+                "unschedulable"))
+            if was != now:  # the kubelet reports a cordon it sees; recorded by the loop, not in this hook
+                with self._lock:
+                    self.node_events.append((new, "NodeNotSchedulable" if now else "NodeSchedulable"))
         if res.plural in ("pods", "nodes"):
             self.wake.set()
 
@@ -148,6 +158,11 @@ class Kubelet:
                 log.exception("kubelet tick failed")
 
     def tick(self) -> None:
+        with self._lock:
+            todo, self.node_events = self.node_events, []
+        for node, reason in todo:
+            name = node["metadata"]["name"]
+            events.record(self.store, node, reason, f"Node {name} status is now: {reason}", host=name)
         pods, _ = self.store.list(PODS, None, lambda p: runs_here(p)
                                   and (p.get("status") or {}).get("phase") == "Pending")
         now = time.monotonic()
