@@ -96,6 +96,7 @@ def node_event_body(node: str, reason: str, message: str, type_: str = NORMAL, *
     if type_ not in (NORMAL, WARNING):
         raise ValueError(f"event type must be {NORMAL} or {WARNING}, not {type_!r}")
     ts = now or _now()
+    message = message if len(message) <= 1024 else message[:1021] + "..."  # the API caps messages at 1 KiB
     return {"apiVersion": "v1", "kind": "Event",
             "metadata": {"name": event_name(node, reason, message, type_), "namespace": EVENT_NAMESPACE},
             "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": node, "uid": node},

@@ -134,3 +134,18 @@ def test_a_node_watch_sees_a_cordon_and_the_kubelet_reports_it(node_kube):
         assert time.monotonic() < deadline, "the kubelet did not report the cordon"
         time.sleep(0.2)
     kube.uncordon("gpu-b")
+
+
+def test_quarantine_admission_and_drain_leave_events_an_operator_can_read(node_kube):
+    kube = node_kube.kube
+    kube.quarantine("gpu-a", "burn-in failed: GPU 3 row remap pending", code="burnin-row-remap")
+    kube.admit("gpu-a", {"bringup.io/pool": "train"})
+    kube.drain("gpu-a", timeout=10)
+    kube.uncordon("gpu-a", "re-burn-in passed")
+    reasons = [e.reason for e in events.node_events(kube, "gpu-a") if e.source == "bringup"]
+    for wanted in ("Quarantined", "Admitted", "Cordoned", "Drained", "Uncordoned"):
+        assert wanted in reasons
+    described = node_kube.kubectl("describe", "node", "gpu-a").stdout.split("\nEvents:", 1)[1]
+    row = next(line for line in described.splitlines() if "Quarantined" in line and "row remap" in line)
+    assert row.split()[0] == "Warning" and "bringup.io/quarantine=burnin-row-remap:NoSchedule" in row
+    assert "admitted by bringup" in described and "pool train" in described

@@ -95,3 +95,21 @@ def test_pod_status_reads_exit_codes_and_states():
     assert rejected.finished and rejected.reason == "OutOfnvidia.com/gpu" and rejected.exit_code is None
     with pytest.raises(ParseError):
         parse_pod_status({"metadata": {"name": "p"}, "status": {"containerStatuses": [{"state": {}}]}})
+
+
+def test_an_event_that_cannot_be_written_never_fails_the_change(monkeypatch):
+    from kubernetes import client as k8s
+
+    from bringup.errors import KubeTransientError
+    from bringup.kube import KubeAdapter
+    from bringup.kube import events as ev
+
+    def down(*a, **kw):
+        raise KubeTransientError("record event: API server unreachable")
+    monkeypatch.setattr(ev, "record_node_event", down)
+    KubeAdapter(k8s.ApiClient())._note("gpu-1", "Cordoned", "cordoned by bringup")  # logged, not raised
+
+
+def test_a_long_event_message_is_capped_at_the_api_limit():
+    body = node_event_body("gpu-1", "Quarantined", "x" * 5000, "Warning")
+    assert len(body["message"]) == 1024 and body["message"].endswith("...")
