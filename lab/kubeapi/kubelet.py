@@ -18,7 +18,11 @@ For each such pod it:
   phase ``Succeeded`` or ``Failed``.
 
 It also records the Events a kubelet records about its node when it sees a cordon come
-or go (``NodeNotSchedulable`` / ``NodeSchedulable``).
+or go (``NodeNotSchedulable`` / ``NodeSchedulable``), and, standing in for the Node
+Problem Detector a site runs on every node, gives each fleet node NPD's default
+conditions as NPD initialises them (``KernelDeadlock`` / ``ReadonlyFilesystem`` False;
+tests/fixtures/kube/node-npd-conditions.json). Whoever plays a problem sets them True
+through ``nodes/status``, as NPD would.
 
 Limits, on purpose: containers of a pod run one after the other, each once (as with
 ``restartPolicy: Never``); a node that does not answer SSH leaves the pod Pending with a
@@ -53,6 +57,9 @@ NODES = find("", "v1", "nodes")
 SSH_PORT_ANNOTATION = "lab.bringup.io/ssh-port"
 DEFAULT_SSH_PORT = 2222
 RETRY_S = 5.0
+#: NPD's default kernel-monitor conditions, as it initialises them: (type, reason, message)
+NPD_DEFAULTS = (("KernelDeadlock", "KernelHasNoDeadlock", "kernel has no deadlock"),
+                ("ReadonlyFilesystem", "FilesystemIsNotReadOnly", "Filesystem is not read-only"))
 
 
 def runs_here(pod: dict[str, Any]) -> bool:
@@ -163,6 +170,8 @@ class Kubelet:
         for node, reason in todo:
             name = node["metadata"]["name"]
             events.record(self.store, node, reason, f"Node {name} status is now: {reason}", host=name)
+        for name in self.endpoints:
+            self._npd_defaults(name)
         pods, _ = self.store.list(PODS, None, lambda p: runs_here(p)
                                   and (p.get("status") or {}).get("phase") == "Pending")
         now = time.monotonic()
@@ -182,6 +191,21 @@ class Kubelet:
         finally:
             with self._lock:
                 self.busy.discard(key)
+
+    def _npd_defaults(self, name: str) -> None:
+        with self.store.lock:
+            node = self.store.find(NODES, "", name)
+            if node is None:
+                return
+            conds = node.setdefault("status", {}).setdefault("conditions", [])
+            have = {c.get("type") for c in conds}
+            missing = [d for d in NPD_DEFAULTS if d[0] not in have]
+            if not missing:
+                return
+            ts = now_rfc3339()
+            conds.extend({"type": t, "status": "False", "reason": r, "message": m, "lastHeartbeatTime": ts,
+                          "lastTransitionTime": ts} for t, r, m in missing)
+            self.store.replace(NODES, "", name, node, check_rv=False)
 
     # --- one pod ------------------------------------------------------------------------
     def endpoint(self, node: dict[str, Any]) -> tuple[str, int] | None:

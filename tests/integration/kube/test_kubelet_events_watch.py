@@ -149,3 +149,15 @@ def test_quarantine_admission_and_drain_leave_events_an_operator_can_read(node_k
     row = next(line for line in described.splitlines() if "Quarantined" in line and "row remap" in line)
     assert row.split()[0] == "Warning" and "bringup.io/quarantine=burnin-row-remap:NoSchedule" in row
     assert "admitted by bringup" in described and "pool train" in described
+
+
+def test_fleet_nodes_carry_the_npd_default_conditions(node_kube):
+    deadline = time.monotonic() + 10
+    while True:
+        conds = {c.type: c for c in conditions.node_conditions(node_kube.kube, "gpu-a")}
+        if "ReadonlyFilesystem" in conds or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert conds["ReadonlyFilesystem"].status == "False" and conds["ReadonlyFilesystem"].reason == \
+        "FilesystemIsNotReadOnly"
+    assert "KernelDeadlock" in conds and not conditions.node_problems(list(conds.values()))
