@@ -76,6 +76,16 @@ def container_argv(c: dict[str, Any]) -> str:
     return shlex.join(["env", *env, "--", *argv]) if env else shlex.join(argv)
 
 
+def supervised(cmdline: str) -> str:
+    """The command line as the session runs it: the container in a process group of its
+    own, killed whole when our side closes the channel (deadline, deletion), since
+    without a terminal sshd leaves an abandoned command running."""
+    # the shell's own job notices go to /dev/null; the container keeps the session's stderr (fd 3)
+    return ("exec 3>&2 2>/dev/null; set -m; (" + cmdline + ") </dev/null 2>&3 & child=$!; "
+            "(cat >/dev/null; kill -KILL -$child 2>/dev/null) & watcher=$!; "
+            "wait $child; rc=$?; kill -KILL -$watcher 2>/dev/null; exit $rc")
+
+
 def _quantity(v: Any) -> int:
     try:
         return int(str(v))
@@ -269,6 +279,8 @@ class Kubelet:
             events.record(self.store, pod, "FailedCreatePodSandBox",
                           f"cannot reach node {node_name} over SSH: {exc}", type_="Warning", host=node_name)
             return
+        # a pod of the same name from before (a state the API did not keep) leaves no log behind
+        shutil.rmtree(self.logs / ns / name, ignore_errors=True)
         with contextlib.closing(client):
             self._run_containers(pod, node, client)
 
@@ -296,32 +308,40 @@ class Kubelet:
             events.record(self.store, pod, "Created", f"Created container: {cname}", host=node_name, field_path=path)
             events.record(self.store, pod, "Started", f"Started container {cname}", host=node_name, field_path=path)
         results = []
+        # activeDeadlineSeconds counts from the pod's start, across its containers
+        end = time.monotonic() + (pod["spec"].get("activeDeadlineSeconds") or 24 * 3600)
         for c in containers:
-            code = self._exec(client, ns, name, c, pod["spec"].get("activeDeadlineSeconds"))
+            code = self._exec(client, ns, name, c, end)
             results.append((c, code, now_rfc3339()))
             if self.store.find(PODS, ns, name) is None:
                 return  # deleted while it ran
+            if code is None:
+                break
 
         def done(p: dict[str, Any]) -> None:
-            statuses = [_status(c, {"terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
+            statuses = [_status(c, {"terminated": {"exitCode": 137 if code is None else code,
+                                                   "reason": "Completed" if code == 0 else "Error",
                                                    "startedAt": started, "finishedAt": at}}, ready=False)
                         for c, code, at in results]
             ok = all(code == 0 for _, code, _ in results)
             p["status"]["phase"] = "Succeeded" if ok else "Failed"
+            if any(code is None for _, code, _ in results):  # as the kubelet reports an active deadline
+                p["status"].update({"reason": "DeadlineExceeded",
+                                    "message": "Pod was active on the node longer than the specified deadline"})
             p["status"]["containerStatuses"] = statuses
             for cond in p["status"]["conditions"]:
                 if cond["type"] in ("Ready", "ContainersReady"):
                     cond.update({"status": "False", "reason": "PodCompleted", "lastTransitionTime": now_rfc3339()})
         self._update(ns, name, done)
 
-    def _exec(self, client: paramiko.SSHClient, ns: str, name: str, c: dict[str, Any],
-              deadline_s: int | None) -> int:
+    def _exec(self, client: paramiko.SSHClient, ns: str, name: str, c: dict[str, Any], end: float) -> int | None:
+        """The command's exit code; None when the pod's deadline killed it (or 137 when the
+        pod was deleted under it)."""
         path = self.log_path(ns, name, c.get("name", "c"))
         path.parent.mkdir(parents=True, exist_ok=True)
         chan = client.get_transport().open_session()
         chan.set_combine_stderr(True)  # one stream, in the order the command wrote it
-        chan.exec_command(container_argv(c))
-        end = time.monotonic() + (deadline_s or 24 * 3600)
+        chan.exec_command(supervised(container_argv(c)))
         with open(path, "ab") as out:
             while True:
                 if chan.recv_ready():
@@ -330,15 +350,17 @@ class Kubelet:
                     continue
                 if chan.exit_status_ready() and not chan.recv_ready():
                     break
-                if time.monotonic() > end or self.store.find(PODS, ns, name) is None:
+                if time.monotonic() > end:
+                    chan.close()
+                    return None
+                if self.store.find(PODS, ns, name) is None:
                     chan.close()
                     return 137
                 time.sleep(0.05)
-            while True:  # what arrived between the last read and the exit status
-                data = chan.recv(65536)
-                if not data:
-                    break
-                out.write(data)
+            chan.settimeout(10)
+            with contextlib.suppress(TimeoutError):
+                while data := chan.recv(65536):  # what arrived between the last read and the exit status
+                    out.write(data)
         return chan.recv_exit_status()
 
 

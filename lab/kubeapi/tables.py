@@ -47,7 +47,7 @@ def _pod_row(o: dict[str, Any]) -> list[Any]:
     ready = sum(1 for c in cs if c.get("ready"))
     restarts = sum(int(c.get("restartCount", 0)) for c in cs)
     phase = st.get("reason") or st.get("phase", "Unknown")
-    for c in cs:  # as the real printer: a container's waiting/terminated reason says more
+    for c in reversed(cs):  # as the real printer: a container's waiting/terminated reason says more
         state = c.get("state") or {}
         if (state.get("waiting") or {}).get("reason"):
             phase = state["waiting"]["reason"]

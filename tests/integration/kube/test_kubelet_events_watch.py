@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -161,3 +162,28 @@ def test_fleet_nodes_carry_the_npd_default_conditions(node_kube):
     assert conds["ReadonlyFilesystem"].status == "False" and conds["ReadonlyFilesystem"].reason == \
         "FilesystemIsNotReadOnly"
     assert "KernelDeadlock" in conds and not conditions.node_problems(list(conds.values()))
+
+
+def test_a_pod_past_its_active_deadline_is_killed_and_failed(node_kube):
+    kube = node_kube.kube
+    pods.create_pod(kube, pods.pinned_pod("hangs", "gpu-b", "cuda", ["sh", "-c", "echo start; sleep 59.75"],
+                                          deadline_s=1))
+    t0 = time.monotonic()
+    st = wait_finished(kube, "hangs", timeout=20)
+    assert time.monotonic() - t0 < 10
+    assert st.phase == "Failed" and st.reason == "DeadlineExceeded" and st.exit_code == 137, st
+    assert pods.pod_log(kube, "default", "hangs") == "start\n"
+    time.sleep(0.5)
+    assert not running("sleep 59.75"), "the command outlived its pod's deadline on the node"
+
+
+def running(cmdline: str) -> list[str]:
+    out = []
+    for proc in Path("/proc").iterdir():
+        try:
+            text = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text.strip() == cmdline:
+            out.append(proc.name)
+    return out
