@@ -1,7 +1,7 @@
 """The resource types the stand-in serves, and the discovery documents built from them.
 
 Only what the bringup adapter, ``kubeadm join`` and ``kubectl`` (get / label / taint /
-cordon / drain) use. Field selectors per resource are those the real server indexes.
+cordon / drain / logs / describe / get events / get -w) use. Field selectors per resource are those the real server indexes.
 """
 
 from __future__ import annotations

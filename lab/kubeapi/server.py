@@ -144,6 +144,9 @@ class KubeApi:
 
     def _read_body(self, headers: dict[str, str], body: bytes) -> Any:
         ctype = headers.get("content-type", "application/json").split(";")[0].strip()
+        if "protobuf" in ctype or "cbor" in ctype:  # as a server without them: clients retry with JSON
+            raise ApiStatus(415, f"the body of the request was in an unknown format - accepted media types "
+                                 f"include: application/json, application/yaml (got {ctype!r})")
         try:
             if ctype in ("application/yaml", "application/apply-patch+yaml"):
                 return yaml.safe_load(body.decode())

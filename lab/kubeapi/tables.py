@@ -75,6 +75,12 @@ def _event_row(o: dict[str, Any]) -> list[Any]:
             (o.get("message") or "").strip(), first, int(o.get("count") or 1), o["metadata"]["name"]]
 
 
+def _pdb_row(o: dict[str, Any]) -> list[Any]:
+    spec, st = o.get("spec") or {}, o.get("status") or {}
+    return [o["metadata"]["name"], str(spec.get("minAvailable", "N/A")), str(spec.get("maxUnavailable", "N/A")),
+            int(st.get("disruptionsAllowed", 0)), age(o["metadata"].get("creationTimestamp"))]
+
+
 def _col(name: str, typ: str = "string", fmt: str = "", priority: int = 0) -> dict[str, Any]:
     return {"name": name, "type": typ, "format": fmt, "description": name, "priority": priority}
 
@@ -87,6 +93,8 @@ COLUMNS = {
     "pods": ([_col("Name", fmt="name"), _col("Ready"), _col("Status"), _col("Restarts", "integer"),
               _col("Age"), _col("IP", priority=1), _col("Node", priority=1), _col("Nominated Node", priority=1),
               _col("Readiness Gates", priority=1)], _pod_row),
+    "poddisruptionbudgets": ([_col("Name", fmt="name"), _col("Min Available"), _col("Max Unavailable"),
+                              _col("Allowed Disruptions", "integer"), _col("Age")], _pdb_row),
     # the server always prints the wide columns; kubectl hides the priority-1 ones
     "events": ([_col("Last Seen"), _col("Type"), _col("Reason"), _col("Object"), _col("Subobject", priority=1),
                 _col("Source", priority=1), _col("Message"), _col("First Seen", priority=1),

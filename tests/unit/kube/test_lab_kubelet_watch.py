@@ -150,3 +150,11 @@ def test_pod_log_serves_the_file_and_refuses_as_the_real_server(tmp_path):
     assert isinstance(pod_log(store, kubelet, "default", "run", {"follow": "true"}), Stream)
     store.delete(PODS, "default", "done")
     assert not path.exists()  # a deleted pod's logs go with it
+
+
+def test_pdb_table_shows_the_budget_and_allowed_disruptions():
+    pdb = {"metadata": {"name": "web"}, "spec": {"minAvailable": 1}, "status": {"disruptionsAllowed": 0}}
+    t = to_table("poddisruptionbudgets", [pdb], "1")
+    assert [c["name"] for c in t["columnDefinitions"]] == ["Name", "Min Available", "Max Unavailable",
+                                                            "Allowed Disruptions", "Age"]
+    assert t["rows"][0]["cells"][:4] == ["web", "1", "N/A", 0]
