@@ -17,12 +17,8 @@ For each such pod it:
 * reports ``terminated`` with the exit code (reason ``Completed`` or ``Error``) and the
   phase ``Succeeded`` or ``Failed``.
 
-It also records the Events a kubelet records about its node when it sees a cordon come
-or go (``NodeNotSchedulable`` / ``NodeSchedulable``), and, standing in for the Node
-Problem Detector a site runs on every node, gives each fleet node NPD's default
-conditions as NPD initialises them (``KernelDeadlock`` / ``ReadonlyFilesystem`` False;
-tests/fixtures/kube/node-npd-conditions.json). Whoever plays a problem sets them True
-through ``nodes/status``, as NPD would.
+What the kubelet does for the node itself (cordon Events, node Lease, the Node Problem
+Detector's conditions) is in ``nodeagent.py``, run from the same loop.
 
 Limits, on purpose: containers of a pod run one after the other, each once (as with
 ``restartPolicy: Never``); a node that does not answer SSH leaves the pod Pending with a
@@ -47,6 +43,7 @@ from typing import Any
 import paramiko
 
 from . import events
+from .nodeagent import NodeAgent
 from .resources import find
 from .store import Store, now_rfc3339
 
@@ -57,9 +54,6 @@ NODES = find("", "v1", "nodes")
 SSH_PORT_ANNOTATION = "lab.bringup.io/ssh-port"
 DEFAULT_SSH_PORT = 2222
 RETRY_S = 5.0
-#: NPD's default kernel-monitor conditions, as it initialises them: (type, reason, message)
-NPD_DEFAULTS = (("KernelDeadlock", "KernelHasNoDeadlock", "kernel has no deadlock"),
-                ("ReadonlyFilesystem", "FilesystemIsNotReadOnly", "Filesystem is not read-only"))
 
 
 def runs_here(pod: dict[str, Any]) -> bool:
@@ -129,7 +123,7 @@ class Kubelet:
         self.stop = threading.Event()
         self.busy: set[tuple[str, str]] = set()
         self.retry_at: dict[tuple[str, str], float] = {}
-        self.node_events: list[tuple[dict[str, Any], str]] = []
+        self.agent = NodeAgent(store, self.endpoints)
         self._lock = threading.Lock()
         store.hooks.append(self._on_write)
 
@@ -142,12 +136,8 @@ class Kubelet:
         if res.plural == "pods" and new is None and old is not None:
             shutil.rmtree(self.logs / old["metadata"].get("namespace", "") / old["metadata"]["name"],
                           ignore_errors=True)
-        if res.plural == "nodes" and old is not None and new is not None:
-            was, now = bool((old.get("spec") or {}).get("unschedulable")), bool((new.get("spec") or {}).get(
-                "unschedulable"))
-            if was != now:  # the kubelet reports a cordon it sees; recorded by the loop, not in this hook
-                with self._lock:
-                    self.node_events.append((new, "NodeNotSchedulable" if now else "NodeSchedulable"))
+        if res.plural == "nodes":
+            self.agent.on_node_write(old, new)
         if res.plural in ("pods", "nodes"):
             self.wake.set()
 
@@ -175,13 +165,6 @@ class Kubelet:
                 log.exception("kubelet tick failed")
 
     def tick(self) -> None:
-        with self._lock:
-            todo, self.node_events = self.node_events, []
-        for node, reason in todo:
-            name = node["metadata"]["name"]
-            events.record(self.store, node, reason, f"Node {name} status is now: {reason}", host=name)
-        for name in self.endpoints:
-            self._npd_defaults(name)
         pods, _ = self.store.list(PODS, None, lambda p: runs_here(p)
                                   and (p.get("status") or {}).get("phase") == "Pending")
         now = time.monotonic()
@@ -192,6 +175,7 @@ class Kubelet:
                     continue
                 self.busy.add(key)
             threading.Thread(target=self._run_guarded, args=(key,), name=f"pod-{key[1]}", daemon=True).start()
+        self.agent.tick()  # after the pods: its SSH probes of silent nodes must not delay them
 
     def _run_guarded(self, key: tuple[str, str]) -> None:
         try:
@@ -201,21 +185,6 @@ class Kubelet:
         finally:
             with self._lock:
                 self.busy.discard(key)
-
-    def _npd_defaults(self, name: str) -> None:
-        with self.store.lock:
-            node = self.store.find(NODES, "", name)
-            if node is None:
-                return
-            conds = node.setdefault("status", {}).setdefault("conditions", [])
-            have = {c.get("type") for c in conds}
-            missing = [d for d in NPD_DEFAULTS if d[0] not in have]
-            if not missing:
-                return
-            ts = now_rfc3339()
-            conds.extend({"type": t, "status": "False", "reason": r, "message": m, "lastHeartbeatTime": ts,
-                          "lastTransitionTime": ts} for t, r, m in missing)
-            self.store.replace(NODES, "", name, node, check_rv=False)
 
     # --- one pod ------------------------------------------------------------------------
     def endpoint(self, node: dict[str, Any]) -> tuple[str, int] | None:

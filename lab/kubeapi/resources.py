@@ -49,11 +49,12 @@ RESOURCES: list[Resource] = [
                        | {"reason", "type", "reportingComponent"})),
     Resource("apps", "v1", "daemonsets", "DaemonSet", True, ("ds",), frozenset(_META)),
     Resource("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",), frozenset(_META)),
+    Resource("coordination.k8s.io", "v1", "leases", "Lease", True, (), frozenset(_META)),
     Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",),
              frozenset(_META), ("status",)),
 ]
 
-GROUPS = {"apps": "v1", "policy": "v1"}
+GROUPS = {"apps": "v1", "policy": "v1", "coordination.k8s.io": "v1"}
 
 
 def find(group: str, version: str, plural: str) -> Resource | None:

@@ -93,6 +93,9 @@ COLUMNS = {
     "pods": ([_col("Name", fmt="name"), _col("Ready"), _col("Status"), _col("Restarts", "integer"),
               _col("Age"), _col("IP", priority=1), _col("Node", priority=1), _col("Nominated Node", priority=1),
               _col("Readiness Gates", priority=1)], _pod_row),
+    "leases": ([_col("Name", fmt="name"), _col("Holder"), _col("Age")],
+               lambda o: [o["metadata"]["name"], (o.get("spec") or {}).get("holderIdentity", ""),
+                          age(o["metadata"].get("creationTimestamp"))]),
     "poddisruptionbudgets": ([_col("Name", fmt="name"), _col("Min Available"), _col("Max Unavailable"),
                               _col("Allowed Disruptions", "integer"), _col("Age")], _pdb_row),
     # the server always prints the wide columns; kubectl hides the priority-1 ones

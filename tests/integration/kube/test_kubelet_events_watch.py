@@ -162,6 +162,10 @@ def test_fleet_nodes_carry_the_npd_default_conditions(node_kube):
     assert conds["ReadonlyFilesystem"].status == "False" and conds["ReadonlyFilesystem"].reason == \
         "FilesystemIsNotReadOnly"
     assert "KernelDeadlock" in conds and not conditions.node_problems(list(conds.values()))
+    lease = node_kube.kubectl("get", "lease", "gpu-a", "-n", "kube-node-lease", "-o",
+                              "jsonpath={.spec.holderIdentity} {.spec.renewTime}").stdout.split()
+    assert lease[0] == "gpu-a" and lease[1].endswith("Z")
+    assert "HolderIdentity:  gpu-a" in node_kube.kubectl("describe", "node", "gpu-a").stdout
 
 
 def test_a_pod_past_its_active_deadline_is_killed_and_failed(node_kube):

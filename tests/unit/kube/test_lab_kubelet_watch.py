@@ -158,3 +158,28 @@ def test_pdb_table_shows_the_budget_and_allowed_disruptions():
     assert [c["name"] for c in t["columnDefinitions"]] == ["Name", "Min Available", "Max Unavailable",
                                                             "Allowed Disruptions", "Age"]
     assert t["rows"][0]["cells"][:4] == ["web", "1", "N/A", 0]
+
+
+def test_node_agent_reports_cordons_renews_the_lease_and_sets_npd_defaults(monkeypatch):
+    from lab.kubeapi import nodeagent
+
+    monkeypatch.setattr(nodeagent, "_answers", lambda address, port: True)  # the node's sshd "answers"
+    store = Store()
+    agent = nodeagent.NodeAgent(store, {"n1": ("127.0.0.9", 2222)})
+    store.hooks.append(lambda res, old, new: agent.on_node_write(old, new) if res.plural == "nodes" else None)
+    store.create(NODES, "", {"metadata": {"name": "n1"}, "status": {"conditions": [{"type": "Ready",
+                                                                                    "status": "True"}]}})
+    agent.tick()
+    node = store.get(NODES, "", "n1")
+    conds = {c["type"]: (c["status"], c.get("reason")) for c in node["status"]["conditions"]}
+    assert conds == {"Ready": ("True", None), "KernelDeadlock": ("False", "KernelHasNoDeadlock"),
+                     "ReadonlyFilesystem": ("False", "FilesystemIsNotReadOnly")}
+    lease = store.get(nodeagent.LEASES, "kube-node-lease", "n1")
+    assert lease["spec"]["holderIdentity"] == "n1" and lease["spec"]["leaseDurationSeconds"] == 40
+    node["spec"] = {"unschedulable": True}
+    store.replace(NODES, "", "n1", node)
+    agent.tick()
+    assert [e["reason"] for e in store.list(EVENTS, None)[0]] == ["NodeNotSchedulable"]
+    store.delete(NODES, "", "n1")
+    agent.tick()
+    assert store.find(nodeagent.LEASES, "kube-node-lease", "n1") is None
