@@ -144,7 +144,7 @@ class KubeApi:
 
     def _read_body(self, headers: dict[str, str], body: bytes) -> Any:
         ctype = headers.get("content-type", "application/json").split(";")[0].strip()
-        if "protobuf" in ctype or "cbor" in ctype:  # as a server without them: clients retry with JSON
+        if "protobuf" in ctype or "cbor" in ctype:  # the stand-in speaks JSON and YAML only: say so
             raise ApiStatus(415, f"the body of the request was in an unknown format - accepted media types "
                                  f"include: application/json, application/yaml (got {ctype!r})")
         try:
