@@ -11,7 +11,8 @@ For each such pod it:
 * reports ``Running`` with container state ``running`` and Pulled/Created/Started
   Events, then runs each container's ``env``, command and args on the node with the
   lab SSH key, trusting only the node's key in the lab ``known_hosts``; the node's
-  session environment carries the GPU stand-ins, so ``nvidia-smi`` works there;
+  session environment carries the GPU stand-ins (NVML library, ``dcgmi`` and the other
+  tools on its PATH), as a GPU container's would;
 * keeps stdout and stderr interleaved, as a container runtime's log does, under
   ``<home>/kube/logs/<ns>/<pod>/<container>.log`` (``kubectl logs`` reads them);
 * reports ``terminated`` with the exit code (reason ``Completed`` or ``Error``) and the
@@ -95,8 +96,9 @@ def requested(pod: dict[str, Any], resource: str) -> int:
     return total
 
 
-def admission_failure(pod: dict[str, Any], node: dict[str, Any], others: list[dict[str, Any]]) -> str | None:
-    """Why the node rejects the pod (extended resources only), else None."""
+def admission_failure(pod: dict[str, Any], node: dict[str, Any],
+                      others: list[dict[str, Any]]) -> tuple[str, str] | None:
+    """``(reason, message)`` of the node rejecting the pod (extended resources only), else None."""
     st = node.get("status") or {}
     alloc = st.get("allocatable") or st.get("capacity") or {}
     for res in sorted({k for c in (pod.get("spec") or {}).get("containers") or []
@@ -125,6 +127,10 @@ class Kubelet:
         self.retry_at: dict[tuple[str, str], float] = {}
         self.agent = NodeAgent(store, self.endpoints)
         self._lock = threading.Lock()
+        # admission is one pod at a time, as the kubelet's: two pods arriving together must
+        # not each count the other and both be refused
+        self._admit_lock = threading.Lock()
+        self.admitted: set[str] = set()  # uids admitted and not yet Running
         store.hooks.append(self._on_write)
 
     # --- lifecycle ----------------------------------------------------------------------
@@ -221,14 +227,27 @@ class Kubelet:
         pod = self.store.find(PODS, ns, name)
         if pod is None or not runs_here(pod) or (pod.get("status") or {}).get("phase") != "Pending":
             return
+        uid = pod["metadata"]["uid"]
+        try:
+            self._admit_and_run(pod)
+        finally:
+            with self._admit_lock:
+                self.admitted.discard(uid)
+
+    def _admit_and_run(self, pod: dict[str, Any]) -> None:
+        ns, name, uid = pod["metadata"]["namespace"], pod["metadata"]["name"], pod["metadata"]["uid"]
         node_name = pod["spec"]["nodeName"]
         node = self.store.find(NODES, "", node_name)
         if node is None:
             return  # bound to a node that never registered: no kubelet picks it up
-        others, _ = self.store.list(PODS, None, lambda p: p["spec"].get("nodeName") == node_name
-                                    and p["metadata"]["uid"] != pod["metadata"]["uid"]
-                                    and (p.get("status") or {}).get("phase") in ("Pending", "Running"))
-        rejected = admission_failure(pod, node, others)
+        with self._admit_lock:  # what holds the node's resources: running pods and those admitted
+            others, _ = self.store.list(PODS, None, lambda p: p["spec"].get("nodeName") == node_name
+                                        and p["metadata"]["uid"] != uid
+                                        and ((p.get("status") or {}).get("phase") == "Running"
+                                             or p["metadata"]["uid"] in self.admitted))
+            rejected = admission_failure(pod, node, others)
+            if not rejected:
+                self.admitted.add(uid)
         if rejected:
             reason, message = rejected
 

@@ -191,3 +191,12 @@ def running(cmdline: str) -> list[str]:
         if text.strip() == cmdline:
             out.append(proc.name)
     return out
+
+
+def test_two_pods_wanting_every_gpu_at_once_one_runs_the_other_is_refused(node_kube):
+    kube = node_kube.kube
+    for name in ("all-gpus-1", "all-gpus-2"):
+        pods.create_pod(kube, pods.pinned_pod(name, "gpu-a", "cuda", ["sh", "-c", "sleep 1"], gpus=8))
+    done = sorted((wait_finished(kube, n) for n in ("all-gpus-1", "all-gpus-2")), key=lambda s: s.phase)
+    assert [s.phase for s in done] == ["Failed", "Succeeded"], done
+    assert done[0].reason == "OutOfnvidia.com/gpu" and "used: 8" in done[0].message
