@@ -28,6 +28,7 @@ class NodeState(BaseModel):
     annotations: dict[str, str] = Field(default_factory=dict)
     taints: list[Taint] = Field(default_factory=list)
     capacity: dict[str, str] = Field(default_factory=dict)
+    allocatable: dict[str, str] = Field(default_factory=dict)   # what pods may ask for (GPUs the plugin offers)
     addresses: dict[str, str] = Field(default_factory=dict)
     resource_version: str = ""
 
@@ -60,6 +61,7 @@ class _NodeSpec(BaseModel):
 class _NodeStatus(BaseModel):
     conditions: list[_Condition] | None = None
     capacity: dict[str, str] | None = None
+    allocatable: dict[str, str] | None = None
     addresses: list[dict[str, str]] | None = None
 
 
@@ -87,7 +89,7 @@ def parse_node(data: Any) -> NodeState:
         ready_reason=(ready.reason or ready.message) if ready else "no Ready condition reported",
         unschedulable=bool(n.spec.unschedulable), labels=n.metadata.labels or {},
         annotations=n.metadata.annotations or {}, taints=n.spec.taints or [],
-        capacity=n.status.capacity or {},
+        capacity=n.status.capacity or {}, allocatable=n.status.allocatable or {},
         addresses={a.get("type", ""): a.get("address", "") for a in n.status.addresses or []},
         resource_version=n.metadata.resourceVersion)
 

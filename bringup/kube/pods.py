@@ -146,6 +146,17 @@ def read_pod(kube: KubeAdapter, namespace: str, name: str) -> PodStatus:
                                        name, namespace))
 
 
+def wait_pod(kube: KubeAdapter, namespace: str, name: str, timeout: float, poll: float = 1.0) -> PodStatus:
+    """The pod's status once it finished, or as it stands when ``timeout`` runs out
+    (``finished`` False: the caller decides what a pod that never ended means)."""
+    deadline = kube._clock() + timeout
+    while True:
+        st = read_pod(kube, namespace, name)
+        if st.finished or kube._clock() >= deadline:
+            return st
+        kube._sleep(min(poll, max(0.0, deadline - kube._clock())))
+
+
 def delete_pod(kube: KubeAdapter, namespace: str, name: str) -> bool:
     """Delete the pod; False if it was already gone."""
     try:

@@ -15,12 +15,7 @@ pytestmark = pytest.mark.integration
 
 
 def wait_finished(kube, name: str, timeout: float = 30) -> pods.PodStatus:
-    deadline = time.monotonic() + timeout
-    while True:
-        st = pods.read_pod(kube, "default", name)
-        if st.finished or time.monotonic() > deadline:
-            return st
-        time.sleep(0.2)
+    return pods.wait_pod(kube, "default", name, timeout, poll=0.2)
 
 
 def test_a_pod_runs_its_command_on_its_node_and_kubectl_logs_prints_the_output(node_kube):
@@ -30,6 +25,7 @@ def test_a_pod_runs_its_command_on_its_node_and_kubectl_logs_prints_the_output(n
     st = wait_finished(kube, "smoke-ok")
     assert st.succeeded and st.exit_code == 0, st
     assert st.containers[0].reason == "Completed"
+    assert kube.node_state("gpu-a").allocatable["nvidia.com/gpu"] == "8"
     log = pods.pod_log(kube, "default", "smoke-ok")
     assert "running on gpu-a" in log and "dcgmi" in log and "to-stderr" in log  # the node's own tools
     out = node_kube.kubectl("logs", "smoke-ok")
@@ -173,6 +169,7 @@ def test_a_pod_past_its_active_deadline_is_killed_and_failed(node_kube):
     pods.create_pod(kube, pods.pinned_pod("hangs", "gpu-b", "cuda", ["sh", "-c", "echo start; sleep 59.75"],
                                           deadline_s=1))
     t0 = time.monotonic()
+    assert not pods.wait_pod(kube, "default", "hangs", timeout=0.3, poll=0.1).finished  # time ran out first
     st = wait_finished(kube, "hangs", timeout=20)
     assert time.monotonic() - t0 < 10
     assert st.phase == "Failed" and st.reason == "DeadlineExceeded" and st.exit_code == 137, st
@@ -200,3 +197,18 @@ def test_two_pods_wanting_every_gpu_at_once_one_runs_the_other_is_refused(node_k
     done = sorted((wait_finished(kube, n) for n in ("all-gpus-1", "all-gpus-2")), key=lambda s: s.phase)
     assert [s.phase for s in done] == ["Failed", "Succeeded"], done
     assert done[0].reason == "OutOfnvidia.com/gpu" and "used: 8" in done[0].message
+
+
+def test_kubectl_logs_follow_streams_until_the_command_ends(node_kube):
+    kube = node_kube.kube
+    script = "for i in 1 2 3; do echo tick $i; sleep 0.5; done"
+    pods.create_pod(kube, pods.pinned_pod("ticks", "gpu-b", "cuda", ["sh", "-c", script]))
+    deadline = time.monotonic() + 10
+    while pods.read_pod(kube, "default", "ticks").phase == "Pending":
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    t0 = time.monotonic()
+    out = node_kube.kubectl("logs", "-f", "ticks")
+    assert out.returncode == 0 and out.stdout == "tick 1\ntick 2\ntick 3\n", out
+    assert time.monotonic() - t0 < 8
+    assert pods.read_pod(kube, "default", "ticks").succeeded
