@@ -5,6 +5,8 @@
 * renews the node's heartbeat Lease (``kube-node-lease/<node>``, every 10 s, as the
   kubelet's default) while the node answers SSH, so ``kubectl describe node`` shows a
   Lease and a silent node's renew time falls behind as a dead kubelet's would;
+* expires Events an hour after they were last seen, as the API server's ``--event-ttl``
+  does by default, so a long-running lab does not pile them up;
 * stands in for the Node Problem Detector a site runs on every node: gives each fleet
   node NPD's default conditions as NPD initialises them (``KernelDeadlock`` /
   ``ReadonlyFilesystem`` False; tests/fixtures/kube/node-npd-conditions.json). Whoever
@@ -27,6 +29,8 @@ from .resources import find
 from .store import Store, now_rfc3339
 
 NODES = find("", "v1", "nodes")
+EVENTS = find("", "v1", "events")
+EVENT_TTL_S = 3600
 LEASES = find("coordination.k8s.io", "v1", "leases")
 LEASE_NS = "kube-node-lease"
 RENEW_S = 10.0
@@ -56,6 +60,7 @@ class NodeAgent:
         self._cordons: list[tuple[dict[str, Any], str]] = []
         self._gone: list[str] = []
         self._renewed: dict[str, float] = {}
+        self._next_gc = 0.0
 
     def on_node_write(self, old: dict | None, new: dict | None) -> None:
         """Store hook: note a cordon change or a deletion; acted on by ``tick``, not inside
@@ -83,6 +88,9 @@ class NodeAgent:
         for node, reason in todo:
             name = node["metadata"]["name"]
             events.record(self.store, node, reason, f"Node {name} status is now: {reason}", host=name)
+        if time.monotonic() >= self._next_gc:
+            self._next_gc = time.monotonic() + 60
+            expire_events(self.store)
         for name, (address, port) in self.endpoints.items():
             if self.store.find(NODES, "", name) is None:
                 continue
@@ -119,3 +127,21 @@ class NodeAgent:
             conds.extend({"type": t, "status": "False", "reason": r, "message": m, "lastHeartbeatTime": ts,
                           "lastTransitionTime": ts} for t, r, m in missing)
             self.store.replace(NODES, "", name, node, check_rv=False)
+
+
+def expire_events(store: Store, ttl_s: float = EVENT_TTL_S) -> int:
+    """Delete Events last seen more than ``ttl_s`` ago; returns how many."""
+    cutoff = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=ttl_s)
+
+    def old(e: dict[str, Any]) -> bool:
+        seen = e.get("lastTimestamp") or e.get("eventTime") or e["metadata"].get("creationTimestamp")
+        try:
+            return bool(seen) and dt.datetime.fromisoformat(seen) < cutoff
+        except ValueError:
+            return False
+    with store.lock:
+        stale, _ = store.list(EVENTS, None, old)
+        for e in stale:
+            store.delete(EVENTS, e["metadata"]["namespace"], e["metadata"]["name"])
+    return len(stale)
+

@@ -183,3 +183,16 @@ def test_node_agent_reports_cordons_renews_the_lease_and_sets_npd_defaults(monke
     store.delete(NODES, "", "n1")
     agent.tick()
     assert store.find(nodeagent.LEASES, "kube-node-lease", "n1") is None
+
+
+def test_events_expire_an_hour_after_they_were_last_seen():
+    from lab.kubeapi.nodeagent import expire_events
+
+    store = Store()
+    node = store.create(NODES, "", {"metadata": {"name": "n1"}})
+    fresh = events.record(store, node, "Fresh", "just now")
+    stale = events.record(store, node, "Stale", "long ago")
+    stale["lastTimestamp"] = "2020-01-01T00:00:00Z"
+    store.replace(EVENTS, "default", stale["metadata"]["name"], stale)
+    assert expire_events(store) == 1
+    assert [e["metadata"]["name"] for e in store.list(EVENTS, None)[0]] == [fresh["metadata"]["name"]]
