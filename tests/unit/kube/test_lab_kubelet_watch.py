@@ -196,3 +196,13 @@ def test_events_expire_an_hour_after_they_were_last_seen():
     store.replace(EVENTS, "default", stale["metadata"]["name"], stale)
     assert expire_events(store) == 1
     assert [e["metadata"]["name"] for e in store.list(EVENTS, None)[0]] == [fresh["metadata"]["name"]]
+
+
+def test_a_pod_running_when_the_api_stopped_is_failed_at_the_next_start(tmp_path):
+    store = Store()
+    store.create(PODS, "default", pod("was-running", phase="Running", containerStatuses=[
+        {"name": "main", "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]))
+    Kubelet(store, tmp_path)._lost_on_restart()
+    st = store.get(PODS, "default", "was-running")["status"]
+    term = st["containerStatuses"][0]["state"]["terminated"]
+    assert st["phase"] == "Failed" and term["reason"] == "ContainerStatusUnknown" and term["exitCode"] == 137
