@@ -127,7 +127,11 @@ def check_redfish(node: str = typer.Option(None, help="Node whose BMC to validat
 def check_kubectl() -> None:
     """Drive the lab's Kubernetes API with the machine's real kubectl."""
     from lab.kubeapi.check import run_kubectl_check
-    steps = run_kubectl_check(_lab().paths.home)
+    from lab.nodes.sshd import port_open
+    lab = _lab()
+    # the pod steps need a node whose sshd answers: the first installed one
+    ssh_node = next(((n.address, n.ssh_port) for n in lab.fleet().nodes if port_open(n.address, n.ssh_port)), None)
+    steps = run_kubectl_check(lab.paths.home, ssh_node=ssh_node)
     table = Table("step", "result")
     for step, ok, output in steps:
         table.add_row(step, "[green]ok[/]" if ok else f"[red]FAILED[/] {output[-200:]}")

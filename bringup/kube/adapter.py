@@ -10,7 +10,8 @@ models, so a surprising answer is a ParseError naming its JSON path. Client exce
 become :mod:`bringup.errors`: 5xx, 429 and connection failures are transient, 4xx carry
 the API server's own message. Node updates read, modify and patch with the
 resourceVersion as precondition, retrying on 409, so concurrent writers are never
-overwritten silently.
+overwritten silently. Admission, cordon, quarantine and drain each leave a node Event
+(:mod:`bringup.kube.events`) saying what bringup did and why, for ``kubectl describe node``.
 """
 
 from __future__ import annotations
@@ -133,6 +134,14 @@ class KubeAdapter:
         raise KubeConflictError(f"node {name} kept changing; gave up after {_CONFLICT_RETRIES} attempts",
                                 hint="find the controller fighting over the node, then retry")
 
+    def _note(self, name: str, reason: str, message: str, warning: bool = False) -> None:
+        """Record a node Event; an Event that cannot be written never undoes the change."""
+        from .events import NORMAL, WARNING, record_node_event  # events builds on this module
+        try:
+            record_node_event(self, name, reason, message, WARNING if warning else NORMAL)
+        except KubeError as exc:
+            log.warning("node %s: could not record event %s: %s", name, reason, exc)
+
     # --- bootstrap --------------------------------------------------------------------
     def create_bootstrap_token(self, ttl: dt.timedelta | float = dt.timedelta(hours=1)) -> str:
         """Create a bootstrap token Secret in kube-system; returns ``<id>.<secret>``."""
@@ -224,16 +233,24 @@ class KubeAdapter:
                     "spec": {"unschedulable": None, "taints": taints or None}}
 
         try:
-            return self._update_node(name, change)
+            state = self._update_node(name, change)
         except KubeNotFoundError:
             raise KubeNotFoundError(f"node {name} is not registered in the cluster; cannot admit it",
                                     hint="run kubeadm join on the node and wait_node_ready first") from None
+        pool = labels.get(f"{PREFIX}/pool")
+        self._note(name, "Admitted", "admitted by bringup: quarantine taint removed, uncordoned"
+                   + (f", pool {pool}" if pool else ""))
+        return state
 
-    def cordon(self, name: str) -> NodeState:
-        return self._patch_node(name, {"spec": {"unschedulable": True}})
+    def cordon(self, name: str, why: str = "") -> NodeState:
+        state = self._patch_node(name, {"spec": {"unschedulable": True}})
+        self._note(name, "Cordoned", "cordoned by bringup" + (f": {why}" if why else ""))
+        return state
 
-    def uncordon(self, name: str) -> NodeState:
-        return self._patch_node(name, {"spec": {"unschedulable": None}})
+    def uncordon(self, name: str, why: str = "") -> NodeState:
+        state = self._patch_node(name, {"spec": {"unschedulable": None}})
+        self._note(name, "Uncordoned", "uncordoned by bringup" + (f": {why}" if why else ""))
+        return state
 
     def quarantine(self, name: str, reason: str, code: str | None = None) -> QuarantineResult:
         """Cordon, taint ``bringup.io/quarantine=<code>:NoSchedule`` and annotate the full
@@ -250,6 +267,8 @@ class KubeAdapter:
         except KubeNotFoundError:
             return QuarantineResult(node=name, applied=False, taint=taint,
                                     message=f"node {name} never joined the cluster: nothing to cordon or taint")
+        self._note(name, "Quarantined", f"quarantined by bringup (cordoned, tainted {taint}): {reason}",
+                   warning=True)
         return QuarantineResult(node=name, applied=True, taint=taint,
                                 message=f"node {name} cordoned and tainted {taint}")
 
@@ -278,7 +297,7 @@ class KubeAdapter:
         and mirror pods are skipped. Raises DrainTimeoutError naming the pods left."""
         deadline = self._clock() + timeout
         try:
-            self.cordon(name)
+            self.cordon(name, "draining")
         except KubeNotFoundError:
             raise KubeNotFoundError(f"node {name} is not registered; nothing to drain") from None
         skipped, pending = [], {}
@@ -318,12 +337,16 @@ class KubeAdapter:
             left = deadline - self._clock()
             if left <= 0:
                 detail = "; ".join(f"{k} ({why.get(k, 'not evicted')})" for k in pending)
+                self._note(name, "DrainTimedOut", f"drain timed out after {timeout:g}s with {len(pending)} pod(s) "
+                           f"left: {detail}", warning=True)
                 raise DrainTimeoutError(f"drain of node {name} timed out after {timeout:g}s with "
                                         f"{len(pending)} pod(s) left: {detail}", pods=sorted(pending),
                                         hint="the node stays cordoned; check the PodDisruptionBudgets named "
                                              "above or drain again with a longer timeout")
             self._sleep(min(delay, left))
             delay = min(delay * 2, 10.0)
+        self._note(name, "Drained", f"drained by bringup: {len(evicted)} pod(s) evicted, {len(skipped)} "
+                   "DaemonSet or mirror pod(s) left")
         return DrainResult(node=name, evicted=evicted, skipped=skipped)
 
 

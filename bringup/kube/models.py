@@ -28,8 +28,8 @@ class NodeState(BaseModel):
     annotations: dict[str, str] = Field(default_factory=dict)
     taints: list[Taint] = Field(default_factory=list)
     capacity: dict[str, str] = Field(default_factory=dict)
-    #: what the scheduler may hand out (the device plugin's healthy GPUs); None: not reported
-    allocatable: dict[str, str] | None = None
+    #: what pods may ask for (the GPUs the device plugin offers); empty: not reported
+    allocatable: dict[str, str] = Field(default_factory=dict)
     #: whether the node reports a Ready condition at all (``ready`` is False either way)
     has_ready: bool = False
     addresses: dict[str, str] = Field(default_factory=dict)
@@ -92,7 +92,7 @@ def parse_node(data: Any) -> NodeState:
         ready_reason=(ready.reason or ready.message) if ready else "no Ready condition reported",
         unschedulable=bool(n.spec.unschedulable), labels=n.metadata.labels or {},
         annotations=n.metadata.annotations or {}, taints=n.spec.taints or [],
-        capacity=n.status.capacity or {}, allocatable=n.status.allocatable, has_ready=ready is not None,
+        capacity=n.status.capacity or {}, allocatable=n.status.allocatable or {}, has_ready=ready is not None,
         addresses={a.get("type", ""): a.get("address", "") for a in n.status.addresses or []},
         resource_version=n.metadata.resourceVersion)
 

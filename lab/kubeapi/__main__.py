@@ -16,14 +16,21 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("serve", help="serve the Kubernetes API stand-in")
     s.add_argument("--home", required=True, type=Path, help="lab home (state under <home>/kube)")
     s.add_argument("--listen", default="127.0.0.1:56443", help="HOST:PORT, loopback only")
-    s.add_argument("--fleet", default=None, help="accepted for symmetry with other lab services; unused")
+    s.add_argument("--fleet", default=None, type=Path,
+                   help="fleet profile: where the stand-in kubelet reaches each node over SSH")
     s.add_argument("--no-persist", action="store_true", help="keep state in memory only")
     args = p.parse_args(argv)
     host, _, port = args.listen.rpartition(":")
     if not host.startswith("127.") and host != "localhost":
         p.error("the lab API listens on loopback only (127.x.y.z)")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
-    httpd = make_server(args.home, host, int(port), persist=not args.no_persist)
+    endpoints = None
+    if args.fleet:
+        from bringup.sku import load_skus, nic_counts
+        from lab.fleet import load_fleet
+        fleet = load_fleet(args.fleet, nic_counts(load_skus()))
+        endpoints = {n.name: (n.address, n.ssh_port) for n in fleet.nodes}
+    httpd = make_server(args.home, host, int(port), persist=not args.no_persist, endpoints=endpoints)
     logging.getLogger("lab.kubeapi").info("serving on https://%s:%s, kubeconfig %s", host,
                                           httpd.server_address[1], httpd.api.paths.kubeconfig)
     try:

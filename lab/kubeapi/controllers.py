@@ -1,6 +1,7 @@
 """What the control plane and kubelets would do around the stored objects.
 
-* pods bound to a node start Running and Ready at once (the nodes are simulated);
+* pods bound to a node start Running and Ready at once (the nodes are simulated), except
+  those naming a command, which the stand-in kubelet (``kubelet.py``) runs over SSH;
 * PodDisruptionBudget status is computed from the pods it selects;
 * the Eviction API honours PDBs: 429 when an eviction would leave fewer healthy pods
   than the budget allows, 500 when a pod is covered by more than one PDB;
@@ -21,6 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from .kubelet import runs_here
 from .resources import find
 from .selectors import labels_match, selector_from_label_selector_object
 from .store import ApiStatus, Store, now_rfc3339
@@ -39,7 +41,17 @@ def pod_defaults(pod: dict[str, Any]) -> None:
     status = pod.setdefault("status", {})
     if status.get("phase"):
         return
-    if spec.get("nodeName"):
+    if runs_here(pod):  # the stand-in kubelet runs it and reports from here on
+        ts = now_rfc3339()
+        status.update({
+            "phase": "Pending",
+            "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": ts}],
+            "containerStatuses": [{"name": c.get("name", "c"), "ready": False, "restartCount": 0,
+                                   "image": c.get("image", ""), "imageID": "", "started": False,
+                                   "state": {"waiting": {"reason": "ContainerCreating"}}}
+                                  for c in spec.get("containers") or []],
+        })
+    elif spec.get("nodeName"):
         ts = now_rfc3339()
         status.update({
             "phase": "Running", "startTime": ts,
@@ -52,6 +64,26 @@ def pod_defaults(pod: dict[str, Any]) -> None:
         })
     else:
         status["phase"] = "Pending"
+
+
+def admit(plural: str, obj: dict[str, Any]) -> None:
+    """Defaults and normalisation the API server applies to a new object."""
+    if plural == "pods":
+        pod_defaults(obj)
+    elif plural == "namespaces":
+        obj.setdefault("status", {})["phase"] = "Active"
+    elif plural == "poddisruptionbudgets":
+        obj.setdefault("metadata", {}).setdefault("generation", 1)
+    elif plural == "secrets":
+        obj.setdefault("type", "Opaque")
+        # stringData is write-only: the server folds it into data
+        data = obj.setdefault("data", {})
+        for k, v in (obj.pop("stringData", None) or {}).items():
+            data[k] = base64.b64encode(str(v).encode()).decode()
+    elif plural == "events":
+        for k in ("firstTimestamp", "lastTimestamp"):  # the server stores RFC 3339 times in UTC, "Z"
+            if isinstance(obj.get(k), str) and obj[k].endswith("+00:00"):
+                obj[k] = obj[k][:-len("+00:00")] + "Z"
 
 
 def _healthy(pod: dict[str, Any]) -> bool:

@@ -1,7 +1,7 @@
 """The resource types the stand-in serves, and the discovery documents built from them.
 
 Only what the bringup adapter, ``kubeadm join`` and ``kubectl`` (get / label / taint /
-cordon / drain) use. Field selectors per resource are those the real server indexes.
+cordon / drain / logs / describe / get events / get -w) use. Field selectors per resource are those the real server indexes.
 """
 
 from __future__ import annotations
@@ -40,18 +40,21 @@ RESOURCES: list[Resource] = [
     Resource("", "v1", "pods", "Pod", True, ("po",),
              frozenset(_META | {"spec.nodeName", "status.phase", "spec.restartPolicy",
                                 "spec.schedulerName", "spec.serviceAccountName", "status.podIP"}),
-             ("eviction", "status")),
+             ("eviction", "status", "log")),
     Resource("", "v1", "secrets", "Secret", True, (), frozenset(_META | {"type"})),
     Resource("", "v1", "configmaps", "ConfigMap", True, ("cm",), frozenset(_META)),
     Resource("", "v1", "events", "Event", True, ("ev",),
-             frozenset(_META | {"involvedObject.name", "involvedObject.kind", "reason", "type"})),
+             frozenset(_META | {f"involvedObject.{f}" for f in ("name", "kind", "namespace", "uid", "apiVersion",
+                                                                 "resourceVersion", "fieldPath")}
+                       | {"reason", "type", "reportingComponent"})),
     Resource("apps", "v1", "daemonsets", "DaemonSet", True, ("ds",), frozenset(_META)),
     Resource("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",), frozenset(_META)),
+    Resource("coordination.k8s.io", "v1", "leases", "Lease", True, (), frozenset(_META)),
     Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",),
              frozenset(_META), ("status",)),
 ]
 
-GROUPS = {"apps": "v1", "policy": "v1"}
+GROUPS = {"apps": "v1", "policy": "v1", "coordination.k8s.io": "v1"}
 
 
 def find(group: str, version: str, plural: str) -> Resource | None:
@@ -81,6 +84,9 @@ def resource_list(group: str, version: str) -> dict | None:
                 # kubectl drain finds the Eviction API's group/version from this entry
                 items.append({"name": f"{r.plural}/eviction", "singularName": "", "namespaced": True,
                               "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]})
+            elif sub == "log":
+                items.append({"name": f"{r.plural}/log", "singularName": "", "namespaced": True, "kind": "Pod",
+                              "verbs": ["get"]})
             else:
                 items.append({"name": f"{r.plural}/{sub}", "singularName": "", "namespaced": r.namespaced,
                               "kind": r.kind, "verbs": ["get", "patch", "update"]})

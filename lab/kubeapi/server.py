@@ -1,20 +1,18 @@
 """HTTPS server of the lab Kubernetes API stand-in (stdlib http.server + ssl).
 
 It serves discovery, CRUD with label/field selectors, merge / strategic-merge / JSON
-patch, the status and eviction subresources and Table output: enough of the real API
-for the official Python client, ``kubectl`` and the ``kubeadm`` stand-in. There is no
-watch: clients poll (``kubectl drain`` waits for deleted pods with GETs).
+patch, the status, eviction and log subresources, watch (``watch.py``) and Table
+output: enough of the real API for the official Python client, ``kubectl`` and the
+``kubeadm`` stand-in. Pods that name a command are run on their node over SSH by the
+stand-in kubelet (``kubelet.py``).
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
-import secrets
 import ssl
 import threading
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -24,12 +22,16 @@ import yaml
 
 from . import controllers as ctl
 from . import openapi
+from .config import Paths, ensure_token, kubeconfig_doc
+from .kubelet import Kubelet
 from .patch import PatchError, json_patch, merge_patch, strategic_merge_patch
 from .pki import ensure_pki
+from .podlogs import pod_log
 from .resources import GROUPS, RESOURCES, Resource, api_group_list, find, resource_list
 from .selectors import SelectorError, labels_match, parse_field_selector, parse_label_selector
 from .store import ApiStatus, Store, now_rfc3339
 from .tables import to_table
+from .watch import Stream, WatchHub
 
 log = logging.getLogger("lab.kubeapi")
 
@@ -40,57 +42,19 @@ K8S_VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.4-bringup-lab",
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
-@dataclass
-class Paths:
-    home: Path
-
-    @property
-    def kube(self) -> Path:
-        return self.home / "kube"
-
-    @property
-    def token(self) -> Path:
-        return self.home / "secrets" / "kube-token"
-
-    @property
-    def kubeconfig(self) -> Path:
-        return self.kube / "kubeconfig"
-
-    @property
-    def state(self) -> Path:
-        return self.kube / "state.json"
-
-
-def ensure_token(path: Path) -> str:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if not path.exists():
-        path.write_text(secrets.token_urlsafe(32) + "\n")
-        path.chmod(0o600)
-    return path.read_text().strip()
-
-
-def kubeconfig_doc(server: str, ca_pem: bytes, token: str | None, user: str = "lab-admin") -> dict[str, Any]:
-    cluster = {"server": server, "certificate-authority-data": base64.b64encode(ca_pem).decode()}
-    doc: dict[str, Any] = {"apiVersion": "v1", "kind": "Config", "preferences": {},
-                           "clusters": [{"name": "bringup-lab", "cluster": cluster}],
-                           "contexts": [], "users": [], "current-context": ""}
-    if token is not None:
-        doc["users"] = [{"name": user, "user": {"token": token}}]
-        doc["contexts"] = [{"name": "bringup-lab", "context": {"cluster": "bringup-lab", "user": user}}]
-        doc["current-context"] = "bringup-lab"
-    return doc
-
-
 class KubeApi:
     """The API's state and request logic, independent of HTTP plumbing."""
 
-    def __init__(self, home: Path, host: str, port: int, persist: bool = True) -> None:
+    def __init__(self, home: Path, host: str, port: int, persist: bool = True,
+                 endpoints: dict[str, tuple[str, int]] | None = None) -> None:
         self.paths = Paths(home)
         self.pki = ensure_pki(self.paths.kube, [host])
         self.admin_token = ensure_token(self.paths.token)
         self.host, self.port = host, port
         self.store = Store(self.paths.state if persist else None)
         self.store.hooks.append(self._on_write)
+        self.watch = WatchHub(self.store)
+        self.kubelet = Kubelet(self.store, home, endpoints)
         self._bootstrap()
 
     @property
@@ -180,6 +144,9 @@ class KubeApi:
 
     def _read_body(self, headers: dict[str, str], body: bytes) -> Any:
         ctype = headers.get("content-type", "application/json").split(";")[0].strip()
+        if "protobuf" in ctype or "cbor" in ctype:  # the stand-in speaks JSON and YAML only: say so
+            raise ApiStatus(415, f"the body of the request was in an unknown format - accepted media types "
+                                 f"include: application/json, application/yaml (got {ctype!r})")
         try:
             if ctype in ("application/yaml", "application/apply-patch+yaml"):
                 return yaml.safe_load(body.decode())
@@ -200,21 +167,27 @@ class KubeApi:
         verb = self._verb(method, name, q)
         ctl.authorize(user, "create" if sub == "eviction" else verb, res.plural, namespace, name)
         store = self.store
-        if verb == "watch":
-            raise ApiStatus(405, "watch is not supported by the lab API stand-in; poll with GET instead")
+        if sub == "log":
+            if method != "GET":
+                raise ApiStatus(405, "logs can only be read")
+            return 200, pod_log(store, self.kubelet, namespace, name, q)
         if (res.namespaced and namespace and verb in ("create", "update", "patch")
                 and store.find(ctl.NAMESPACES, "", namespace) is None):
             raise ApiStatus(404, f'namespaces "{namespace}" not found',
                                 details={"name": namespace, "kind": "namespaces"})
         table = "as=Table" in headers.get("accept", "")
-        if verb == "list":
+        if verb in ("list", "watch"):
             try:
                 reqs = parse_label_selector(q.get("labelSelector", ""))
                 fsel = parse_field_selector(q.get("fieldSelector", ""), set(res.fields))
             except SelectorError as exc:
                 raise ApiStatus(400, str(exc)) from None
-            items, rv = store.list(res, namespace or None,
-                                   lambda o: labels_match(reqs, o["metadata"].get("labels")) and fsel(o))
+
+            def pred(o: dict[str, Any]) -> bool:
+                return labels_match(reqs, o["metadata"].get("labels")) and fsel(o)
+            if verb == "watch":
+                return 200, self._watch(res, namespace, name, pred, q, table)
+            items, rv = store.list(res, namespace or None, pred)
             items = [self._decorate(res, o) for o in items]
             if table:
                 return 200, to_table(res.plural, items, rv)
@@ -298,19 +271,32 @@ class KubeApi:
             return 200, obj
         raise ApiStatus(405, f"{method} is not supported on {res.plural}")
 
+    def _watch(self, res: Resource, namespace: str, name: str, pred: Any, q: dict[str, str],
+               table: bool) -> Stream:
+        if name:  # GET .../pods/NAME?watch=true is a watch with metadata.name=NAME
+            outer = pred
+
+            def pred(o: dict[str, Any]) -> bool:
+                return o["metadata"]["name"] == name and outer(o)
+        timeout = float(q.get("timeoutSeconds") or 1800)
+        events = self.watch.events(res, namespace or None, pred, q.get("resourceVersion", ""), timeout)
+
+        def lines() -> Any:
+            first = True
+            for ev in events:
+                obj = ev["object"]
+                if obj.get("kind") != "Status":
+                    obj = self._decorate(res, obj)
+                    if table:  # kubectl get -w: a one-row Table per event, headers only at first
+                        obj = to_table(res.plural, [obj], obj["metadata"]["resourceVersion"])
+                        if not first:
+                            obj["columnDefinitions"] = []
+                        first = False
+                yield (json.dumps({"type": ev["type"], "object": obj}) + "\n").encode()
+        return Stream(lines(), "application/json")
+
     def _admit(self, res: Resource, obj: dict[str, Any]) -> None:
-        if res.plural == "pods":
-            ctl.pod_defaults(obj)
-        elif res.plural == "namespaces":
-            obj.setdefault("status", {})["phase"] = "Active"
-        elif res.plural == "poddisruptionbudgets":
-            obj.setdefault("metadata", {}).setdefault("generation", 1)
-        elif res.plural == "secrets":
-            obj.setdefault("type", "Opaque")
-            # stringData is write-only: the server folds it into data
-            data = obj.setdefault("data", {})
-            for k, v in (obj.pop("stringData", None) or {}).items():
-                data[k] = base64.b64encode(str(v).encode()).decode()
+        ctl.admit(res.plural, obj)
 
     def _decorate(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
         if res.plural == "poddisruptionbudgets":
@@ -333,6 +319,9 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as exc:  # report, never kill the server thread silently
             log.exception("internal error on %s %s", self.command, self.path.split("?")[0])
             code, payload = 500, ApiStatus(500, f"internal error: {exc}").body()
+        if isinstance(payload, Stream):
+            self._stream(code, payload)
+            return
         if isinstance(payload, str):
             data, ctype = payload.encode(), "text/plain; charset=utf-8"
         else:
@@ -343,6 +332,22 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache, private")
         self.end_headers()
         self.wfile.write(data)
+
+    def _stream(self, code: int, stream: Stream) -> None:
+        """A chunked body, one chunk per item, flushed at once (watch, ``logs -f``)."""
+        self.send_response(code)
+        self.send_header("Content-Type", stream.content_type)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Cache-Control", "no-cache, private")
+        self.end_headers()
+        try:
+            for chunk in stream.chunks:
+                if chunk:
+                    self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                    self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.close_connection = True  # the client went away: stop following
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
 
@@ -357,8 +362,9 @@ class _Server(ThreadingHTTPServer):
     api: KubeApi
 
 
-def make_server(home: Path, host: str = "127.0.0.1", port: int = 56443, persist: bool = True) -> _Server:
-    api = KubeApi(home, host, port, persist=persist)
+def make_server(home: Path, host: str = "127.0.0.1", port: int = 56443, persist: bool = True,
+                endpoints: dict[str, tuple[str, int]] | None = None) -> _Server:
+    api = KubeApi(home, host, port, persist=persist, endpoints=endpoints)
     httpd = _Server((host, port), _Handler)
     if port == 0:  # an ephemeral port: rewrite the addresses that name it
         api.port = httpd.server_address[1]
@@ -367,13 +373,14 @@ def make_server(home: Path, host: str = "127.0.0.1", port: int = 56443, persist:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(api.pki.server_cert, api.pki.server_key)
     httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
+    api.kubelet.start()
     return httpd
 
 
-def serve_in_thread(home: Path, host: str = "127.0.0.1", port: int = 0,
-                    persist: bool = False) -> tuple[_Server, threading.Thread]:
+def serve_in_thread(home: Path, host: str = "127.0.0.1", port: int = 0, persist: bool = False,
+                    endpoints: dict[str, tuple[str, int]] | None = None) -> tuple[_Server, threading.Thread]:
     """Start a server on a background thread (tests); stop with ``httpd.shutdown()``."""
-    httpd = make_server(home, host, port, persist=persist)
+    httpd = make_server(home, host, port, persist=persist, endpoints=endpoints)
     t = threading.Thread(target=httpd.serve_forever, name="kubeapi", daemon=True)
     t.start()
     return httpd, t

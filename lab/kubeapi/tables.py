@@ -46,10 +46,39 @@ def _pod_row(o: dict[str, Any]) -> list[Any]:
     total = len((o.get("spec") or {}).get("containers") or [])
     ready = sum(1 for c in cs if c.get("ready"))
     restarts = sum(int(c.get("restartCount", 0)) for c in cs)
-    phase = "Terminating" if o["metadata"].get("deletionTimestamp") else st.get("phase", "Unknown")
+    phase = st.get("reason") or st.get("phase", "Unknown")
+    for c in reversed(cs):  # as the real printer: a container's waiting/terminated reason says more
+        state = c.get("state") or {}
+        if (state.get("waiting") or {}).get("reason"):
+            phase = state["waiting"]["reason"]
+        elif "terminated" in state:
+            t = state["terminated"]
+            phase = t.get("reason") or (f"Signal:{t['signal']}" if t.get("signal") else
+                                        f"ExitCode:{t.get('exitCode', 0)}")
+    if o["metadata"].get("deletionTimestamp"):
+        phase = "Terminating"
     return [o["metadata"]["name"], f"{ready}/{total}", phase, restarts,
             age(o["metadata"].get("creationTimestamp")), st.get("podIP") or "<none>",
             (o.get("spec") or {}).get("nodeName") or "<none>", "<none>", "<none>"]
+
+
+def _event_row(o: dict[str, Any]) -> list[Any]:
+    ref = o.get("involvedObject") or {}
+    kind = (ref.get("kind") or "").lower()
+    target = f"{kind}/{ref['name']}" if ref.get("name") else kind
+    src = o.get("source") or {}
+    source = ", ".join(x for x in (src.get("component") or o.get("reportingComponent"),
+                                   src.get("host") or o.get("reportingInstance")) if x)
+    first = age(o.get("firstTimestamp") or o.get("eventTime"))
+    last = age(o["lastTimestamp"]) if o.get("lastTimestamp") else first
+    return [last, o.get("type", ""), o.get("reason", ""), target, ref.get("fieldPath", ""), source,
+            (o.get("message") or "").strip(), first, int(o.get("count") or 1), o["metadata"]["name"]]
+
+
+def _pdb_row(o: dict[str, Any]) -> list[Any]:
+    spec, st = o.get("spec") or {}, o.get("status") or {}
+    return [o["metadata"]["name"], str(spec.get("minAvailable", "N/A")), str(spec.get("maxUnavailable", "N/A")),
+            int(st.get("disruptionsAllowed", 0)), age(o["metadata"].get("creationTimestamp"))]
 
 
 def _col(name: str, typ: str = "string", fmt: str = "", priority: int = 0) -> dict[str, Any]:
@@ -64,6 +93,15 @@ COLUMNS = {
     "pods": ([_col("Name", fmt="name"), _col("Ready"), _col("Status"), _col("Restarts", "integer"),
               _col("Age"), _col("IP", priority=1), _col("Node", priority=1), _col("Nominated Node", priority=1),
               _col("Readiness Gates", priority=1)], _pod_row),
+    "leases": ([_col("Name", fmt="name"), _col("Holder"), _col("Age")],
+               lambda o: [o["metadata"]["name"], (o.get("spec") or {}).get("holderIdentity", ""),
+                          age(o["metadata"].get("creationTimestamp"))]),
+    "poddisruptionbudgets": ([_col("Name", fmt="name"), _col("Min Available"), _col("Max Unavailable"),
+                              _col("Allowed Disruptions", "integer"), _col("Age")], _pdb_row),
+    # the server always prints the wide columns; kubectl hides the priority-1 ones
+    "events": ([_col("Last Seen"), _col("Type"), _col("Reason"), _col("Object"), _col("Subobject", priority=1),
+                _col("Source", priority=1), _col("Message"), _col("First Seen", priority=1),
+                _col("Count", priority=1), _col("Name", fmt="name", priority=1)], _event_row),
 }
 
 
