@@ -63,7 +63,7 @@ TABLE: dict[State, Handler] = {
                                Step("configure")), State.PROVISIONED, status="staged"),
     State.PROVISIONED: Handler((Step("burn_in", ("burnin",)),), State.BURNED_IN),
     State.BURNED_IN: Handler((Step("judge"),), State.VALIDATING),
-    State.VALIDATING: Handler((Step("join"),), State.ACTIVE, status="active"),
+    State.VALIDATING: Handler((Step("join"), Step("gate")), State.ACTIVE, status="active"),
     State.DRAINING: Handler((Step("drain"),), State.PROVISIONED, status="staged"),
 }
 

@@ -90,6 +90,8 @@ class FaultKind(StrEnum):
     TRUNCATED_OUTPUT = "truncated_output"    # value: tool name; its output stops part-way, exit 0
     # provisioning
     NEVER_RETURNS = "never_returns"          # node never comes back after the OS install
+    # cluster
+    DEVICE_PLUGIN_SHORT = "device_plugin_short"  # value: the GPU count the device plugin advertises
     SSH_DROP = "ssh_drop"                    # SSH connection dropped mid burn-in
 
 

@@ -41,7 +41,15 @@ from ..errors import (
     KubeTLSError,
     KubeTransientError,
 )
-from ..labels import PREFIX, QUARANTINE_KEY, REASON_ANNOTATION, quarantine_taint, reason_code, validate_labels
+from ..labels import (
+    PREFIX,
+    QUARANTINE_KEY,
+    REASON_ANNOTATION,
+    Taint,
+    quarantine_taint,
+    reason_code,
+    validate_labels,
+)
 from .models import DrainResult, JoinCommand, NodeState, PodRef, QuarantineResult, parse_node, parse_pod
 from .tokens import TOKEN_NAMESPACE, ca_cert_hash, generate_token, token_secret
 
@@ -214,16 +222,22 @@ class KubeAdapter:
             self._sleep(min(poll, max(0.0, deadline - self._clock())))
 
     # --- admission / quarantine -----------------------------------------------------------
-    def admit(self, name: str, labels: dict[str, str], annotations: dict[str, str] | None = None) -> NodeState:
-        """Apply labels and annotations, remove our quarantine taint, uncordon.
+    def admit(self, name: str, labels: dict[str, str], annotations: dict[str, str] | None = None,
+              pending: Taint | None = None) -> NodeState:
+        """Apply labels and annotations, remove our quarantine taint, uncordon. With
+        ``pending`` (the readiness gate's validation taint) the node is tainted with it, so
+        only pods tolerating it land until :meth:`clear_taint` admits it for good.
 
         ``bringup.io/`` labels not in ``labels`` are removed (left from an earlier
         admission); other owners' labels and taints are kept."""
         validate_labels(labels)
         annotations = dict(annotations or {})
+        drop = {QUARANTINE_KEY} | ({pending.key} if pending else set())
 
         def change(node: dict[str, Any]) -> dict[str, Any]:
-            taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != QUARANTINE_KEY]
+            taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") not in drop]
+            if pending is not None:
+                taints.append(pending.to_api())
             ann: dict[str, Any] = {REASON_ANNOTATION: None}  # the quarantine reason no longer holds
             ann.update(annotations)
             # our own labels from an earlier admission (another pool, say) must not linger
@@ -238,8 +252,22 @@ class KubeAdapter:
             raise KubeNotFoundError(f"node {name} is not registered in the cluster; cannot admit it",
                                     hint="run kubeadm join on the node and wait_node_ready first") from None
         pool = labels.get(f"{PREFIX}/pool")
-        self._note(name, "Admitted", "admitted by bringup: quarantine taint removed, uncordoned"
-                   + (f", pool {pool}" if pool else ""))
+        if pending is not None:
+            self._note(name, "ValidationPending", f"labelled and uncordoned by bringup, tainted {pending}: "
+                       "admission waits for the readiness gate" + (f", pool {pool}" if pool else ""))
+        else:
+            self._note(name, "Admitted", "admitted by bringup: quarantine taint removed, uncordoned"
+                       + (f", pool {pool}" if pool else ""))
+        return state
+
+    def clear_taint(self, name: str, key: str, why: str = "readiness gate passed") -> NodeState:
+        """Remove the taint ``key`` (the validation taint: the node is admitted)."""
+        def change(node: dict[str, Any]) -> dict[str, Any]:
+            taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != key]
+            return {"spec": {"taints": taints or None}}
+
+        state = self._update_node(name, change)
+        self._note(name, "Admitted", f"admitted by bringup: {why}; taint {key} removed")
         return state
 
     def cordon(self, name: str, why: str = "") -> NodeState:

@@ -1,6 +1,7 @@
 """The cluster side of the lifecycle: step ``join`` (state validating: join, wait for
-Ready, label, schedulable), step ``drain`` (state draining), and the isolation of a
-quarantined node (cordon and taint with the reason, confirmed by reading it back)."""
+Ready, label, schedulable under the validation taint; the next step, ``gate``, admits),
+step ``drain`` (state draining), and the isolation of a quarantined node (cordon and
+taint with the reason, confirmed by reading it back)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ def join(ctx: Context, rec: NodeRecord, params: Mapping[str, Any], ready_timeout
     from ..ansible import run_playbook
     from ..labels import node_labels
     from ..pool import Pool
+    from ..readiness import load_policy
 
     status = rec.custom_fields.get("burnin_status")
     if status != "pass" or not rec.custom_fields.get("burnin_last"):
@@ -38,9 +40,11 @@ def join(ctx: Context, rec: NodeRecord, params: Mapping[str, Any], ready_timeout
     pool_name = pool.pop("name", "default")
     labels = node_labels(rec.sku, Pool(**pool), {}, {"status": "pass", "date": rec.custom_fields.get("burnin_last")},
                          pool_name=pool_name)
-    kube.admit(rec.name, labels, annotations={"bringup.io/netbox": rec.url})
-    text = "Admitted to Kubernetes with labels:\n\n" + "\n".join(f"- `{k}={v}`" for k, v in sorted(labels.items()))
-    return StepResult(node=rec.name, step="join", ok=True, summary="joined, labelled and schedulable",
+    # schedulable for the smoke pod only: the readiness gate (next step) lifts the taint
+    kube.admit(rec.name, labels, annotations={"bringup.io/netbox": rec.url}, pending=load_policy().taint)
+    text = ("Joined Kubernetes (tainted validation-pending until the readiness gate passes) with labels:\n\n"
+            + "\n".join(f"- `{k}={v}`" for k, v in sorted(labels.items())))
+    return StepResult(node=rec.name, step="join", ok=True, summary="joined, labelled, validation pending",
                       figures={"labels": len(labels)},
                       evidence=[Evidence(kind="admission", document={"labels": labels}, summary=text,
                                          style="success")])

@@ -107,9 +107,7 @@ def gate(ctx: Context, rec: NodeRecord, params: Mapping[str, Any]) -> StepResult
                           reasons=[f"readiness gate: {r}" for r in reasons],
                           evidence=[Evidence(kind="gate", document=doc, style="danger",
                                              summary=f"## Readiness gate: refused\n\n{table}{log}")])
-    kube.clear_taint(rec.name, policy.taint.key)
-    _event(kube, rec.name, "Admitted", f"readiness gate passed: {len(checks)} checks; "
-                                       f"{policy.taint.key} removed")
+    kube.clear_taint(rec.name, policy.taint.key, f"readiness gate passed ({len(checks)} checks)")
     return StepResult(node=rec.name, step="gate", ok=True, summary="readiness gate passed; validation taint removed",
                       figures={"gate_checks": len(checks)},
                       evidence=[Evidence(kind="gate", document=doc, style="success",

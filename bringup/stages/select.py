@@ -45,7 +45,7 @@ def due_for_reburnin(ctx: Context, *, site=None, rack=None, tag=None, names=None
         stale = True
         if last:
             try:
-                stale = now - datetime.fromisoformat(str(last).replace("Z", "+00:00")) > timedelta(days=max_age_days)
+                stale = now - datetime.fromisoformat(str(last)) > timedelta(days=max_age_days)
             except ValueError:
                 stale = True  # unparseable date: burn in again rather than trust it
         if stale or REBURNIN_TAG in rec.tags:

@@ -319,4 +319,9 @@ def write_node_profile(node: NodeSpec, sku: SkuSpec, installed: dict[str, Any], 
         if tool not in missing:
             link.symlink_to(STANDIN)
     nvml_dir = build_nvml(nvml_build_dir or lab_home() / "build")
-    return node_env(dest_dir, nvml_dir)
+    env = node_env(dest_dir, nvml_dir)
+    for f in node.faults_of(FaultKind.DEVICE_PLUGIN_SHORT):
+        # the device plugin sees fewer healthy GPUs than the node has: what the lab's
+        # kubelet (kubeadm stand-in) registers as nvidia.com/gpu capacity and allocatable
+        env["BRINGUP_GPU_COUNT"] = str(int(f.value if f.value is not None else nvml["gpu_count"] - 1))
+    return env

@@ -269,9 +269,47 @@ def topo_matrix(p: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+# --query-gpu fields the stand-in answers: header text (as nvidia-smi prints it) and value
+_QUERY = {
+    "index": ("index", lambda p, i: str(i)),
+    "name": ("name", lambda p, i: p["gpu_name"]),
+    "uuid": ("uuid", lambda p, i: p["uuids"][i]),
+    "serial": ("serial", lambda p, i: p["serials"][i]),
+    "memory.total": ("memory.total [MiB]", lambda p, i: f"{p['memory_mib']} MiB"),
+    "driver_version": ("driver_version", lambda p, i: p["driver"]),
+}
+
+
+def _query(p: dict, fields: str, fmt: str) -> int:
+    names = [f.strip() for f in fields.split(",") if f.strip()]
+    unknown = [f for f in names if f not in _QUERY]
+    if unknown or not fmt.startswith("csv"):
+        # nvidia-smi's own words for a field it does not know
+        sys.stdout.write(f'Field "{unknown[0] if unknown else fmt}" is not a valid field to query.\n\n')
+        return 2
+    opts = fmt.split(",")[1:]
+    lines = [] if "noheader" in opts else [", ".join(_QUERY[f][0] for f in names)]
+    for i in range(int(p["gpu_count"])):
+        cells = [_QUERY[f][1](p, i) for f in names]
+        if "nounits" in opts:
+            cells = [c.removesuffix(" MiB") for c in cells]
+        lines.append(", ".join(cells))
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
 def nvidia_smi(p: dict, argv: list) -> int:
+    """``topo -m``, ``-L`` and ``--query-gpu=... --format=csv[,noheader][,nounits]``, over the
+    GPUs the node's profile shows (a missing GPU is missing here too)."""
     if argv[:2] in (["topo", "-m"], ["topo", "--matrix"]):
         sys.stdout.write(topo_matrix(p))
         return 0
-    sys.stderr.write("stand-in nvidia-smi only simulates `nvidia-smi topo -m`\n")
+    if argv == ["-L"]:
+        for i in range(int(p["gpu_count"])):
+            sys.stdout.write(f"GPU {i}: {p['gpu_name']} (UUID: {p['uuids'][i]})\n")
+        return 0
+    opts = dict(a.split("=", 1) for a in argv if a.startswith("--") and "=" in a)
+    if "--query-gpu" in opts:
+        return _query(p, opts["--query-gpu"], opts.get("--format", "csv"))
+    sys.stderr.write("stand-in nvidia-smi simulates `topo -m`, `-L` and `--query-gpu=... --format=csv`\n")
     return 2
