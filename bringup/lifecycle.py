@@ -264,6 +264,28 @@ class Lifecycle:
         self._transition(node, state, State.DRAINING, status="staged")
         return State.DRAINING
 
+    def suspect(self, name: str, reasons: list[str], evidence: list[Any] = ()) -> State:
+        """A serving node showed a critical health signal: it enters draining with the
+        reason, tagged for re-burn-in, with the evidence in its journal, and is cordoned
+        and tainted with the reason (``on_quarantine``) before its drain step runs. A node
+        not active is left as it is (another run has it)."""
+        node = self.records.node(name)
+        state = parse_state(node.stage)
+        if state != State.ACTIVE:
+            return state
+        reason = "health watch: " + "; ".join(reasons)
+        fields: dict[str, Any] = {"bringup_reason": reason[:4000]}
+        if evidence:
+            fields["bringup_evidence"] = self.records.put_evidence(node, list(evidence))
+        self._transition(node, state, State.DRAINING, status="staged", fields=fields, add_tags=(REBURNIN_TAG,))
+        try:
+            cluster = self.on_quarantine(node, reason)
+        except BringupError as exc:  # the drain step cordons it anyway
+            cluster = f"could not cordon and taint yet ({exc}); the drain step cordons it"
+        self.records.journal(node, "## Health watch: taken out of service for re-burn-in\n\n"
+                             + "\n".join(f"- {r}" for r in reasons) + f"\n\nKubernetes: {cluster}\n", kind="danger")
+        return State.DRAINING
+
     # --- leases: one run holds a node at a time ------------------------------------------------------
     def acquire(self, name: str, me: leases.Claimant, ttl: float = leases.TTL_S,
                 ended: Callable[[str], bool] | None = None) -> leases.LeaseHeld | None:

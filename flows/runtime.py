@@ -53,6 +53,14 @@ class SiteRuntime:
             return reconcile_fleet(self.ctx, **selection)
         return reconcile_targets(self.ctx, targets)
 
+    def watch(self, name: str) -> Any:
+        """One health-watch look at node ``name`` (see flows.healthwatch)."""
+        from bringup.burnin_thresholds import load_thresholds_file
+        from bringup.healthwatch import load_policy
+        from bringup.stages.watch import look
+        (rec,) = self.ctx.netbox.nodes(names=[name])
+        return look(self.ctx, rec, load_policy(), load_thresholds_file().fatal_xids)
+
     def guard(self, requests: list) -> list:
         """The blast-radius guard's decisions on taking ``requests``' nodes out of service,
         with refusals journaled in NetBox (optional in a runtime: see flows.guarded)."""

@@ -35,11 +35,17 @@ def select(ctx: Context, *, site=None, rack=None, tag=None, names=None, status=N
 def due_for_reburnin(ctx: Context, *, site=None, rack=None, tag=None, names=None,
                      max_age_days: int = 30, now: datetime | None = None) -> list[Selected]:
     """Active nodes whose last burn-in is older than ``max_age_days`` or that carry the
-    re-burn-in tag. Quarantined nodes are not picked: they wait for an operator."""
+    re-burn-in tag, and tagged nodes a re-burn-in already took out of service (the health
+    watch drained them, or a run stopped half-way): they resume where they are.
+    Quarantined nodes are not picked: they wait for an operator."""
     now = now or datetime.now(UTC)
     out = []
     for rec in ctx.netbox.nodes(site=_default_site(ctx, site, rack, tag, names), rack=rack, tag=tag, names=names):
-        if parse_state(rec.stage) != State.ACTIVE:
+        state = parse_state(rec.stage)
+        if state in (State.DRAINING, State.PROVISIONED, State.BURNED_IN, State.VALIDATING) and REBURNIN_TAG in rec.tags:
+            out.append(Selected(rec.name, rec.rack, rec.stage, str(rec.custom_fields.get("burnin_last") or "")))
+            continue
+        if state != State.ACTIVE:
             continue
         last = rec.custom_fields.get("burnin_last")
         stale = True

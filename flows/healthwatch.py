@@ -1,0 +1,104 @@
+"""The scheduled ``healthwatch`` flow: every active node looked at between re-burn-ins.
+
+Each active node gets a look (:mod:`bringup.stages.watch`: the agent's short run over
+SSH, its Kubernetes conditions, compared with the last look in NetBox) while the run
+holds its lease, so a re-burn-in in progress is never watched at the same time. A node
+with a critical signal is taken out of service through the lifecycle, if the
+blast-radius guard allows it: draining with the reason (cordoned and tainted), drained
+(PodDisruptionBudgets honoured, up to the drain step's deadline), and left tagged for
+re-burn-in, which the reburnin deployment is asked to run at once (and would pick up at
+its next schedule anyway). Warnings are recorded, not acted on. Past the guard's limit
+the run acts on none of the refused nodes and fails loudly, after publishing the table.
+"""
+
+from __future__ import annotations
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_table_artifact
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from bringup.blastradius import Request, refusals
+from bringup.lifecycle import State
+
+from . import guarded, runtime
+from .artifacts import _key
+from .walk import RunFailed, claimant, run_ended
+
+
+@task(name="look", retries=0)
+def look_node(node: str, config: str | None = None) -> dict:
+    """One look at ``node`` under its lease; a node another run holds is skipped."""
+    rt = runtime.get(config)
+    lc = rt.lifecycle()
+    me = claimant()
+    held = lc.acquire(node, me, ended=run_ended)
+    if held is not None:
+        return {"node": node, "skipped": f"held by {held.holder}", "signals": [], "critical": []}
+    try:
+        look = rt.watch(node)
+    finally:
+        lc.release(node, me.holder)
+    return {"node": node, "skipped": "", "seconds": round(look.seconds, 2), "error": look.error,
+            "signals": [f"{s.severity}: {s.message}" for s in look.signals],
+            "critical": [s.message for s in look.critical], "evidence": look.evidence() if look.critical else None}
+
+
+@task(name="take-out-of-service", retries=0)
+def take_out(node: str, reasons: list[str], evidence, config: str | None = None) -> str:
+    """Draining with the reason, then the drain step: where the node is afterwards."""
+    lc = runtime.get(config).lifecycle()
+    me = claimant()
+    held = lc.acquire(node, me, ended=run_ended)
+    if held is not None:
+        return f"left alone: held by {held.holder}"
+    try:
+        if lc.suspect(node, reasons, [evidence] if evidence is not None else []) != State.DRAINING:
+            return f"left alone: no longer active ({lc.state_of(node)})"
+        result = lc.run_step(node, State.DRAINING, "drain", {}, holder=me.holder)
+        return f"{result.state}: {result.summary}"
+    finally:
+        lc.release(node, me.holder)
+
+
+def _queue_reburnin(nodes: list[str], config: str | None) -> str:
+    from prefect.deployments import run_deployment
+    try:
+        run = run_deployment("reburnin/reburnin", parameters={"nodes": nodes, "config": config}, timeout=0)
+    except Exception as exc:  # noqa: BLE001 - no deployment (a bare run): the tag is the queue
+        return f"tagged for the next scheduled re-burn-in ({exc.__class__.__name__}: {exc})"
+    return f"re-burn-in run {run.name} queued"
+
+
+@flow(name="healthwatch", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=32))
+def healthwatch(site: str | None = None, rack: str | None = None, tag: str | None = None,
+                nodes: list[str] | None = None, act: bool = True, queue_reburnin: bool = True,
+                config: str | None = None) -> list[dict]:
+    """Look at every active node selected; act on critical signals (``act``)."""
+    log = get_run_logger()
+    rt = runtime.get(config)
+    active = [s for s in rt.select(site=site, rack=rack, tag=tag, names=nodes) if s.stage == State.ACTIVE.value]
+    looks = [f.result() for f in [look_node.submit(s.name, config) for s in active]]
+    suspects = [lk for lk in looks if lk["critical"]]
+    decisions = []
+    acted: dict[str, str] = {}
+    if act and suspects:
+        decisions = guarded.ask([Request(lk["node"], "drain", "; ".join(lk["critical"])) for lk in suspects],
+                                config=config, prefix="healthwatch")
+        refused = {d.node for d in decisions if not d.allowed}
+        for lk in suspects:
+            if lk["node"] not in refused:
+                acted[lk["node"]] = take_out.submit(lk["node"], lk["critical"], lk["evidence"], config).result()
+        if acted and queue_reburnin:
+            note = _queue_reburnin(sorted(acted), config)
+            log.info(note)
+            acted = {n: f"{v}; {note}" for n, v in acted.items()}
+    rows = [{"node": lk["node"], "signals": "; ".join(lk["signals"]) or ("skipped: " + lk["skipped"]
+                                                                        if lk["skipped"] else "quiet"),
+             "critical": len(lk["critical"]), "action": acted.get(lk["node"], ""), "look s": lk.get("seconds", "")}
+            for lk in looks]
+    create_table_artifact(key=_key("healthwatch-looks"), table=rows or [{"node": "", "signals": "no active nodes"}],
+                          description=f"{len(looks)} active node(s) looked at, {len(suspects)} with critical signals")
+    text = refusals(decisions)
+    if text:
+        raise RunFailed(text, hint="an operator must look before more nodes leave service")
+    return rows
