@@ -16,8 +16,9 @@ from ..records import NetBoxRecords
 from .admit import drain, drain_node, isolate, join
 from .burnin import burn_in
 from .discover import discover
+from .install import install
 from .judge import judge
-from .provision import bios, configure, install
+from .provision import bios, configure
 from .reconcile import Row, Target, reconcile_fleet, reconcile_targets
 from .select import Selected, due_for_reburnin, select
 
