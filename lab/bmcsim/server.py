@@ -71,6 +71,15 @@ def load_installer(node: NodeSpec, home: Path):
     return install
 
 
+def load_shutdown(node: NodeSpec, home: Path):
+    """What a reset into the installer does to the node's running OS, when the nodes exist."""
+    try:
+        from lab.nodes.install import going_down  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return lambda: going_down(node, home)
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: one TLS handshake per client session
     server: _BmcHttpServer
@@ -184,7 +193,8 @@ class FleetSimulator:
             if wanted is not None and node.name not in wanted:
                 continue
             state = BmcState(node=node, sku=skus[node.sku], profile=load_profile(node.bmc_vendor),
-                             power_delay=power_delay, installer=load_installer(node, self.home))
+                             power_delay=power_delay, installer=load_installer(node, self.home),
+                             os_down=load_shutdown(node, self.home))
             service = BmcService(state, username, password)
             cert, key = pki.ensure_bmc_cert(self.home / "pki", node.bmc_address)
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -68,6 +68,9 @@ class BmcState:
     #: (seed_url: the image in the second medium, or None); raises if the image does not
     #: boot; returns {"installed": False} when the node hangs after it or at the installer
     installer: Callable[[str, str | None], Any] | None = None
+    #: called when a reset is about to boot the installer: the running OS goes down at once
+    #: (its sshd must not answer the wait for the new one)
+    os_down: Callable[[], Any] | None = None
     lock: threading.RLock = field(default_factory=threading.RLock)
     power_on: bool = True
     transition_until: float = 0.0
@@ -123,6 +126,18 @@ class BmcState:
                     "running": "OSRunning"}.get(self.os_state, "SystemHardwareInitializationComplete")
 
     def reset(self, reset_type: str) -> None:
+        with self.lock:
+            target = self.boot_pending.get("BootSourceOverrideTarget", self.boot_target)
+            enabled = self.boot_pending.get("BootSourceOverrideEnabled", self.boot_enabled)
+            installer_next = self.media_image is not None and target == "Cd" and enabled in {"Once", "Continuous"}
+            self._reset(reset_type)
+            going_down = installer_next and self.os_state == "running" and reset_type not in {"Nmi", "On", "ForceOn"}
+            if going_down:
+                self.os_state = "none"
+        if going_down and self.os_down is not None:
+            self.os_down()
+
+    def _reset(self, reset_type: str) -> None:
         with self.lock:
             was_on = self.power_on
             if reset_type in OFF_RESETS - {"PushPowerButton"} or (reset_type == "PushPowerButton" and was_on):

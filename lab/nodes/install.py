@@ -145,6 +145,17 @@ def install_from_media(node: NodeSpec, image_url: str, home: Path, seed_url: str
     return install_from_seed(node, seed, files["user-data"], home, image_url, manifest)
 
 
+def going_down(node: NodeSpec, home: Path) -> None:
+    """A reset into the installer: the running OS is gone at once (no sshd answers, and the
+    node supervisor must not bring it back while the installer runs)."""
+    nd = NodeDir(home, node.name)
+    state = nd.read_state()
+    if state.get("installed"):
+        nd.state.write_text(json.dumps({**state, "installed": False, "boot": "rebooting into the installer"},
+                                       indent=2, sort_keys=True))
+    stop_sshd(home, node.name)
+
+
 def at_installer(node: NodeSpec, home: Path, image_url: str, reason: str, seed_url: str | None = None) -> dict:
     """The node booted the installer, which stopped: no SSH, and the state says why."""
     nd = NodeDir(home, node.name)

@@ -131,6 +131,7 @@ def test_a_taken_address_is_a_clear_error(node_lab, monkeypatch):
         sshd_mod.start_sshd(node_lab.home, n)
     # a port bound by someone else after our check shows up in sshd's own log
     late = node_lab.fleet.node("ok").model_copy(update={"name": "late", "ssh_port": 2299})
+    sshd_mod.install_host_key(node_lab.home, late, ok_key.read_text(), Path(f"{ok_key}.pub").read_text())
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind((late.address, 2299))
