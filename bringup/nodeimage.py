@@ -16,7 +16,7 @@ import paramiko
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .errors import HostKeyMismatch, SSHError
+from .errors import AuthError, HostKeyMismatch, SSHError
 from .seed import IMAGE_RECORD
 from .ssh import fingerprint, parse_public_key
 
@@ -29,6 +29,11 @@ class InstalledImage(BaseModel):
     image: str
     kernel: str = ""
     versions: dict[str, str] = {}
+
+
+class NodeRefusedOurKey(SSHError, AuthError):
+    """The node proved the pinned host key but refused our client key: our side to fix,
+    never a reason to reinstall it."""
 
 
 class _Pinned(paramiko.MissingHostKeyPolicy):
@@ -62,6 +67,10 @@ def read_installed(address: str, port: int, user: str, key_file: Path, host_key:
         status = out.channel.recv_exit_status()
     except HostKeyMismatch as exc:
         raise HostKeyMismatch(f"node {who}: {exc.args[0]}", hint=getattr(exc, "hint", "")) from None
+    except paramiko.AuthenticationException:
+        raise NodeRefusedOurKey(f"node {who} answered with its pinned host key but refused our SSH key "
+                                f"{key_file}; it is not reinstalled for that",
+                                hint="check ssh_key_file and ssh_user in the settings") from None
     except (TimeoutError, OSError, paramiko.SSHException, EOFError):
         return None
     finally:

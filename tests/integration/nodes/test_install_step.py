@@ -105,3 +105,19 @@ def test_without_a_seed_location_nothing_is_installed(step_lab):
     with pytest.raises(ConfigError, match="no seed_dir / seed_url"):
         install(ctx, record(lab), {})
     assert lab.sim.services["s1"].state.installs == [] and lab.nb.writes == []
+
+
+def test_a_node_refusing_our_key_is_held_not_reinstalled(step_lab, tmp_path):
+    import subprocess
+
+    from bringup.nodeimage import NodeRefusedOurKey
+    lab = step_lab
+    first = install(lab.ctx, record(lab), {})
+    key = lab.nb.writes[-1][1][FIELD]
+    other = tmp_path / "other"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    ctx = Context(lab.ctx.settings.model_copy(update={"ssh_key_file": other}), netbox=lab.nb)
+    with pytest.raises(NodeRefusedOurKey, match="refused our SSH key") as exc:
+        install(ctx, record(lab, **{FIELD: key}), {})
+    assert first.ok and exc.value.controller_fault           # the run holds the node: our side to fix
+    assert len(lab.sim.services["s1"].state.installs) == 1
