@@ -216,7 +216,7 @@ def _window_text(window: timedelta) -> str:
 
 
 def decide(pools: Mapping[str, str], events: Iterable[Event], requests: Iterable[Request], at: datetime,
-           policy: GuardPolicy) -> list[Decision]:
+           policy: GuardPolicy, history: Iterable[Event] | None = None) -> list[Decision]:
     """One decision per request, in order: each allowed one takes a node of its pool's
     budget, so later requests see it.
 
@@ -225,9 +225,13 @@ def decide(pools: Mapping[str, str], events: Iterable[Event], requests: Iterable
     (older ones are fine: only ``(at - window, at]`` counts; events after ``at`` do not,
     so a decision can be replayed). Ask *before* acting: the requests must not be among
     the events yet. A node missing from ``pools`` is refused (its limit cannot be known).
+    ``history``: the quarantines the repeat-offender rule counts, where they differ from
+    ``events`` (a quarantine at commissioning took nothing out of service, yet is a failure
+    of the node).
     """
     _aware(at, "at")
     events = list(events)
+    history = events if history is None else list(history)
     br = policy.blast_radius
     window, texts = br.window, policy.texts
     since = at - window
@@ -254,7 +258,7 @@ def decide(pools: Mapping[str, str], events: Iterable[Event], requests: Iterable
             decisions.append(Decision(r.node, r.action, False, pool, size, len(out), lim, window,
                                       _say(texts.refused, **fields), texts.remediation, reason=r.reason))
             continue
-        then, count = None, _quarantines(r.node, events, at, policy)
+        then, count = None, _quarantines(r.node, history, at, policy)
         if r.action == "quarantine":
             count += 1  # this one
             then = _followup(r.node, count, policy).then

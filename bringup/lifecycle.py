@@ -8,14 +8,11 @@ moves to the handler's ``success`` state; a step finds the node unfit, and it mo
 changes the provisioning state), nothing else writes the stage: steps return
 :class:`~bringup.results.StepResult` values and :class:`Lifecycle` records them.
 
-::
+The path is ``planned -> discovered -> provisioned -> burned_in -> validating -> active``; any
+state with a handler may fail to ``quarantined`` (then ``inspection``); ``active -> draining
+-> provisioned`` is a re-burn-in (the diagram: ARCHITECTURE.md, "The job").
 
-    planned -> discovered -> provisioned -> burned_in -> validating -> active
-       |            |             |             |             |          |
-       +------------+-------------+-------------+-------------+--> quarantined -> inspection
-    active -> draining -> provisioned ...          (re-burn-in; drain is a step of draining)
-
-``bios``, ``install`` and ``configure`` are steps of ``discovered``; ``judge`` (which also
+``firmware``, ``bios``, ``install`` and ``configure`` are steps of ``discovered``; ``judge`` (which also
 records the verdict) is the step of ``burned_in``; ``join`` of ``validating``; ``drain``
 of ``draining``. A rerun resumes in the state NetBox records, skipping the steps of that
 state whose evidence it already holds. ``force`` restarts a node from ``planned``,
@@ -35,131 +32,37 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from . import lease as leases
-from .errors import BringupError, ConfigError, ControllerFault, NetBoxUnavailable, TransientError
+from .errors import BringupError, ControllerFault, NetBoxUnavailable, TransientError
 from .lifecycle_ports import Records, StepFn
+from .lifecycle_table import (
+    ALLOWED,
+    EXTRA_TRANSITIONS,
+    LABELS,
+    LEGACY,
+    PATH,
+    PROGRESS,
+    QUARANTINE_TAG,
+    REBURNIN_TAG,
+    STEP_NAMES,
+    TABLE,
+    Handler,
+    LifecycleError,
+    State,
+    Step,
+    check,
+    choices,
+    initial_fields,
+    parse_state,
+    path,
+)
 from .results import NodeReport, StepResult
 
 log = logging.getLogger(__name__)
 
 
-class State(StrEnum):
-    PLANNED = "planned"
-    DISCOVERED = "discovered"
-    PROVISIONED = "provisioned"
-    BURNED_IN = "burned_in"
-    VALIDATING = "validating"
-    ACTIVE = "active"
-    DRAINING = "draining"
-    QUARANTINED = "quarantined"
-    INSPECTION = "inspection"
-
-
-#: how NetBox shows each state (the ``bringup-stage`` choice set is built from this)
-LABELS = {
-    State.PLANNED: "Planned", State.DISCOVERED: "Discovered", State.PROVISIONED: "Provisioned",
-    State.BURNED_IN: "Burned in", State.VALIDATING: "Validating", State.ACTIVE: "Active",
-    State.DRAINING: "Draining", State.QUARANTINED: "Quarantined", State.INSPECTION: "Hardware inspection",
-}
-
-#: stage values written by bringup before the lifecycle had one table
-LEGACY = {"judged": State.BURNED_IN, "recorded": State.BURNED_IN, "admitted": State.ACTIVE}
-
-
-@dataclass(frozen=True)
-class Step:
-    """One step of a handler. ``uses`` names the shared resources it holds while it runs
-    (the orchestrator maps them to concurrency limits): ``bmc``, ``install``, ``burnin``."""
-
-    name: str
-    uses: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Handler:
-    steps: tuple[Step, ...]
-    success: State
-    #: NetBox device status once the node reaches ``success`` (None: unchanged)
-    status: str | None = None
-
-
-#: THE table: the handler of each state that has one. States without a handler are where
-#: a run stops (active: serving; quarantined and inspection: an operator decides).
-TABLE: dict[State, Handler] = {
-    State.PLANNED: Handler((Step("discover", ("bmc",)),), State.DISCOVERED),
-    State.DISCOVERED: Handler((Step("bios", ("bmc",)), Step("install", ("install", "bmc")), Step("configure")),
-                              State.PROVISIONED, status="staged"),
-    State.PROVISIONED: Handler((Step("burn_in", ("burnin",)),), State.BURNED_IN),
-    State.BURNED_IN: Handler((Step("judge"),), State.VALIDATING),
-    State.VALIDATING: Handler((Step("join"),), State.ACTIVE, status="active"),
-    State.DRAINING: Handler((Step("drain"),), State.PROVISIONED, status="staged"),
-}
-
-#: transitions that are not a handler's success: operator and schedule actions
-EXTRA_TRANSITIONS = {
-    (State.ACTIVE, State.DRAINING),          # re-burn-in or a health signal
-    (State.QUARANTINED, State.INSPECTION),   # quarantined twice in 30 days
-}
-#: every state can be restarted (``force``) and every state with a handler can fail
-ALLOWED = ({(s, h.success) for s, h in TABLE.items()} | EXTRA_TRANSITIONS
-           | {(s, State.QUARANTINED) for s in TABLE} | {(s, State.PLANNED) for s in State})
-
-STEP_NAMES = tuple(st.name for h in TABLE.values() for st in h.steps)
-#: the order of the states on the commission path, for progress displays
-PATH = (State.PLANNED, State.DISCOVERED, State.PROVISIONED, State.BURNED_IN, State.VALIDATING, State.ACTIVE)
-
-
-class LifecycleError(ConfigError):
-    """A transition the table does not allow, or a stage value NetBox should not hold."""
-
-
-def parse_state(value: Any) -> State:
-    """A NetBox stage value as a state; the old names are mapped, anything else is an error."""
-    if value in (None, ""):
-        return State.PLANNED
-    try:
-        return State(value)
-    except ValueError:
-        if value in LEGACY:
-            return LEGACY[value]
-    raise LifecycleError(f"NetBox records bring-up stage {value!r}, which is not a state of the lifecycle "
-                         f"({', '.join(State)})", hint="fix the device's bringup_stage in NetBox")
-
-
-def check(src: State, dst: State) -> None:
-    if (src, dst) not in ALLOWED:
-        raise LifecycleError(f"the lifecycle does not allow {src} -> {dst}")
-
-
-def choices() -> list[tuple[str, str]]:
-    """The ``bringup-stage`` choice set of the NetBox schema."""
-    return [(s.value, LABELS[s]) for s in State]
-
-
-def initial_fields() -> dict[str, Any]:
-    """Custom fields of a device that enters bringup (NetBox seeding)."""
-    return {"bringup_stage": State.PLANNED.value, "burnin_status": "pending"}
-
-
-def path(state: State, until: State = State.ACTIVE) -> list[State]:
-    """The states a node in ``state`` still goes through (handlers run) to reach ``until``;
-    none when ``until`` is not ahead of it (a provisioned node is past ``discovered``: a
-    discover run must not burn it in on the way to a state it never reaches again)."""
-    out: list[State] = []
-    seen = set()
-    while state != until and state in TABLE and state not in seen:
-        seen.add(state)
-        out.append(state)
-        state = TABLE[state].success
-    return out if state == until else []
-
-
-QUARANTINE_TAG = "bringup-quarantine"
-REBURNIN_TAG = "bringup-reburnin"
-PROGRESS = "progress"
 
 
 def _index(node: Any, fields: dict[str, Any]) -> dict[str, Any]:
@@ -398,3 +301,8 @@ class Lifecycle:
         verdict = {State.ACTIVE: "admitted", State.QUARANTINED: "quarantined",
                    State.INSPECTION: "quarantined"}.get(state, "pending")
         return self.records.report(node, verdict)
+
+#: the table's names, re-exported: callers import the lifecycle from one place
+__all__ = ["ALLOWED", "EXTRA_TRANSITIONS", "LABELS", "LEGACY", "PATH", "PROGRESS", "QUARANTINE_TAG", "REBURNIN_TAG",
+           "STEP_NAMES", "TABLE", "Handler", "Lifecycle", "LifecycleError", "State", "Step", "check", "choices",
+           "initial_fields", "parse_state", "path"]

@@ -89,6 +89,9 @@ class Settings(BaseModel):
     #: GPU and hour (the default is a round figure for an owned 8-GPU H100-class server:
     #: set your own). ``bringup cost`` turns the GPU-hours ledger into money with it.
     gpu_hour_usd: float = Field(default=2.0, ge=0)
+    #: the firmware step applies the SKU policy's images to components that drift (off:
+    #: drift is only found and recorded); a run's ``firmware_update`` parameter overrides it
+    firmware_update: bool = False
 
     def spool_path(self) -> Path:
         return Path(self.spool_dir) if self.spool_dir else state_dir() / "spool"

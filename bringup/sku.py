@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError, ParseError
 from .fabric.topology import ExpectedTopology
+from .firmware import FirmwareRule
 from .resources import data_dir
 from .yamlio import load_file, validation_error
 
@@ -51,6 +52,8 @@ class SkuSpec(BaseModel):
     # which NIC sits behind which GPU's PCIe switch (bringup.fabric.topology); optional so a
     # SKU without one is checked as unknown, never passed
     gpu_nic_map: ExpectedTopology | None = None
+    #: firmware each component must run (bringup.firmware); none: firmware is only listed
+    firmware: list[FirmwareRule] = []
 
 
 def sku_from_context(context: dict[str, Any], device: str = "") -> SkuSpec:

@@ -53,6 +53,14 @@ class SiteRuntime:
             return reconcile_fleet(self.ctx, **selection)
         return reconcile_targets(self.ctx, targets)
 
+    def guard(self, requests: list) -> list:
+        """The blast-radius guard's decisions on taking ``requests``' nodes out of service,
+        with refusals journaled in NetBox (optional in a runtime: see flows.guarded)."""
+        from bringup.stages.guard import ask, record_refusals
+        decisions = ask(self.ctx, requests)
+        record_refusals(self.ctx, decisions)
+        return decisions
+
     def report(self, name: str) -> Any:
         """The fleet report of this settings' site, written under ``<state dir>/reports/NAME``;
         returns the page's path (optional in a runtime: see flows.artifacts.publish_report)."""

@@ -57,7 +57,7 @@ RETRY = dict(retries=3, retry_delay_seconds=[2, 10, 30], retry_condition_fn=tran
 #: along (its install keeps the scarce install slot busy; its BIOS step feeds the
 #: install queue) before a node that has not been discovered yet. Within a step, the
 #: node's place in the run (``order``) decides.
-PRIORITY = {"install": 3, "bios": 2, "discover": 1}
+PRIORITY = {"install": 3, "bios": 2, "firmware": 2, "discover": 1}
 
 
 def limits_for(uses: tuple[str, ...], rack: str) -> list[str]:

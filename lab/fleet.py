@@ -51,6 +51,7 @@ class FaultKind(StrEnum):
     CHIPSET_FUNCTION = "chipset_function"    # an onboard AMD "MultiFunction" PCIe device (no GPU)
     BIOS_SECOND_RESET = "bios_second_reset"  # staged BIOS settings apply only at the second POST
     BOOT_FAIL = "boot_fail"                  # the virtual-media boot fails; the BMC logs it
+    FIRMWARE_DRIFT = "firmware_drift"        # attribute: FirmwareInventory Id; value: the old version it runs
     # GPU health (NVML stand-in, DCGM / gpu-burn stand-ins)
     ECC_OFF = "ecc_off"
     ECC_PENDING = "ecc_pending"              # pending mode differs from current
@@ -74,6 +75,12 @@ class FaultKind(StrEnum):
     NCCL_WRONG = "nccl_wrong"                # value: #wrong count
     IB_PORT_DOWN = "ib_port_down"            # iface / port index
     IB_WRONG_SPEED = "ib_wrong_speed"        # value: Gb/s
+    # multi-node fabric (mpirun all_reduce_perf and ib_write_bw stand-ins)
+    SLOW_NODE = "slow_node"                  # value: inter-node busbw GB/s of any test it takes part in
+    BAD_CABLE = "bad_cable"                  # other: partner node; value: GB/s busbw of the two together
+    DEGRADED_RAIL = "degraded_rail"          # iface: cxN; value: its ib_write_bw Gb/s with any partner
+    NIC_NUMA = "nic_numa"                    # iface: cxN sits on the other NUMA node than its GPU
+    FLAPPING_PORT = "flapping_port"          # iface: cxN; value: symbol errors added per fabric test
     # software on the node
     DRIVER_DRIFT = "driver_drift"            # value: driver version actually installed
     NCCL_DRIFT = "nccl_drift"                # value: NCCL version actually installed
@@ -260,6 +267,10 @@ def _cross_checks(fleet: FleetProfile, doc: LocatedYaml, known_skus: dict[str, i
                                 f"MAC {mac} is already used by nodes[{j}] ({fleet.nodes[j].name})")
             else:
                 seen[key] = i
+        for k, f in enumerate(n.faults):
+            if f.kind == FaultKind.BAD_CABLE and (f.other not in {m.name for m in fleet.nodes} or f.other == n.name):
+                problems.append(f"  {doc.where(('nodes', i, 'faults', k, 'other'))} nodes[{i}].faults[{k}].other: "
+                                f"a bad cable needs the name of another node of the fleet, not {f.other!r}")
     return problems
 
 

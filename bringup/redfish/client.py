@@ -3,7 +3,8 @@
 The work is done in the modules beside this one: :mod:`.transport` (HTTP, TLS, retries,
 login), :mod:`.responses` (the status map), :mod:`.reader` and :mod:`.inventory`
 (reading hardware), :mod:`.actions` (power, boot, virtual media), :mod:`.bios`
-(staged BIOS settings) and :mod:`.tasks` (Tasks and Dell Jobs). Vendor differences are
+(staged BIOS settings), :mod:`.update` (firmware updates) and :mod:`.tasks` (Tasks and
+Dell Jobs). Vendor differences are
 data in ``quirks.yaml``, applied once the host system's make is known.
 """
 
@@ -13,12 +14,12 @@ from typing import Any, Self
 
 from bringup.errors import RedfishError
 
-from . import actions, bios, inventory
+from . import actions, bios, inventory, update
 from .models import BiosDoc, SystemDoc, VirtualMediaDoc, parse
 from .quirks import Quirks, quirks_for
 from .reader import members
 from .transport import Credentials, Session
-from .views import BiosResult, Inventory
+from .views import BiosResult, Inventory, Software
 
 __all__ = ["Bmc", "Credentials", "connect"]
 
@@ -148,6 +149,16 @@ class Bmc:
     def apply_bios(self, wanted: dict[str, Any], reboot: bool = True, timeout: float = 300.0) -> BiosResult:
         """Stage ``wanted``, reset, wait until the BMC applied it (bounded), read back what took."""
         return bios.apply_bios(self, wanted, reboot, timeout)
+
+    def firmware(self) -> list[Software]:
+        """The FirmwareInventory members (id, name, version, URI)."""
+        return update.firmware_members(self)
+
+    def update_firmware(self, image: str, targets: list[str], *, reset: bool | None = None,
+                        timeout: float | None = None, fetch=update.fetch_image) -> update.UpdateOutcome:
+        """Apply ``image`` to the members ``targets``, follow the task, reset where the image is
+        staged, and read the members back (:func:`bringup.redfish.update.update_firmware`)."""
+        return update.update_firmware(self, image, targets, reset=reset, timeout=timeout, fetch=fetch)
 
 
 def connect(address: str, creds: Credentials, port: int = 443, ca_bundle: str | None = None,

@@ -36,7 +36,7 @@ from .models import (
 )
 from .pcie import classify, functions_ref, maybe_gpu
 from .reader import Reader, split_ref
-from .views import Cpu, Dimm, Gpu, Inventory, Nic, SystemInfo
+from .views import Cpu, Dimm, Gpu, Inventory, Nic, Software, SystemInfo
 
 if TYPE_CHECKING:
     from .client import Bmc
@@ -86,6 +86,8 @@ def read(bmc: Bmc, host_raw: dict[str, Any], host: SystemDoc,
                 s = rd.parse(SoftwareDoc, doc, uri)
                 if s is not None:
                     inv.firmware.append((s.Name or s.Id, s.Version or ""))
+                    inv.software.append(Software(id=s.Id, name=s.Name, version=s.Version, uri=uri,
+                                                 updateable=s.Updateable))
     if host.Bios:
         uri, inlined = split_ref(host_raw["Bios"])
         bios_doc = inlined if inlined is not None else rd.get(uri)

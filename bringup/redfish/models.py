@@ -251,6 +251,22 @@ class SoftwareDoc(_Doc):
     Id: str
     Name: str | None = None
     Version: str | None = None
+    Updateable: bool | None = None
+
+
+class UpdateServiceDoc(_Doc):
+    """``/redfish/v1/UpdateService``: the SimpleUpdate action and/or a multipart push URI."""
+
+    Id: str | None = None
+    FirmwareInventory: Link | None = None
+    MultipartHttpPushUri: str | None = None
+    MaxImageSizeBytes: int | None = None
+    Actions: dict[str, Any] | None = None
+
+    @property
+    def simple_update_target(self) -> str | None:
+        act = (self.Actions or {}).get("#UpdateService.SimpleUpdate")
+        return act.get("target") if isinstance(act, dict) else None
 
 
 class ManagerDoc(_Doc):

@@ -34,6 +34,9 @@ class Quirks(BaseModel):
     bios_max_resets: int = 2
     bios_post_seconds: float = 600.0
     boot_failure_pattern: str = r"(?i)no bootable|boot(ing)? fail|failed to boot"
+    firmware_update: Literal["auto", "simple", "multipart"] = "auto"
+    firmware_reset_pattern: str = r"(?i)AwaitToActivate|ResetRequired|ActivateRequired|RebootRequired"
+    firmware_task_seconds: float = 1800.0
     #: names of the vendor entries that applied (for logs and reports)
     applied: list[str] = []
 

@@ -170,8 +170,11 @@ class Session:
                                    hint="check the address, port and the BMC network")
 
     # --- requests -----------------------------------------------------------------------
-    def call(self, method: str, path: str, *, body: Any = None, args: dict[str, Any] | None = None) -> Reply:
-        """One request with our retry policy; the status is *not* judged here (see :meth:`request`)."""
+    def call(self, method: str, path: str, *, body: Any = None, args: dict[str, Any] | None = None,
+             headers: dict[str, str] | None = None) -> Reply:
+        """One request with our retry policy; the status is *not* judged here (see :meth:`request`).
+        ``headers``: extra request headers (``Content-Type: multipart/form-data`` makes the
+        library encode ``body``'s parts as a multipart form, for a firmware push)."""
         reply: Reply | None = None
         relogged = False
         for attempt in range(self.retries + 1):
@@ -183,6 +186,8 @@ class Session:
                 kwargs["args"] = args
             if body is not None:
                 kwargs["body"] = body
+            if headers:
+                kwargs["headers"] = dict(headers)   # the library adds its own to this dict
             try:
                 resp = fn(path, **kwargs)
                 if resp.status == 401 and self._session_auth and not relogged:
@@ -209,9 +214,10 @@ class Session:
         assert reply is not None
         return reply
 
-    def request(self, method: str, path: str, *, body: Any = None, args: dict[str, Any] | None = None) -> Reply:
+    def request(self, method: str, path: str, *, body: Any = None, args: dict[str, Any] | None = None,
+                headers: dict[str, str] | None = None) -> Reply:
         """:meth:`call`, then the status map: a reply below 400 or an exception."""
-        reply = self.call(method, path, body=body, args=args)
+        reply = self.call(method, path, body=body, args=args, **({"headers": headers} if headers else {}))
         raise_for_response(reply.status, reply.doc, method, path, self.name)
         return reply
 

@@ -63,6 +63,16 @@ class Nic(BaseModel):
     position: tuple[int, int] | None = None
 
 
+class Software(BaseModel):
+    """One FirmwareInventory member: what runs on a component, and where to update it."""
+
+    id: str
+    name: str | None = None
+    version: str | None = None
+    uri: str = ""
+    updateable: bool | None = None
+
+
 class Unavailable(BaseModel):
     """One member or resource the BMC links to that is missing from the inventory, and why."""
 
@@ -84,6 +94,8 @@ class Inventory(BaseModel):
     gpus: list[Gpu] = Field(default_factory=list)
     nics: list[Nic] = Field(default_factory=list)
     firmware: list[tuple[str, str]] = Field(default_factory=list)
+    #: the FirmwareInventory members in full (``firmware`` is their (name, version) view)
+    software: list[Software] = Field(default_factory=list)
     bios: dict[str, Any] = Field(default_factory=dict)
     #: members the BMC links to but that could not be read or understood
     unavailable: list[Unavailable] = Field(default_factory=list)

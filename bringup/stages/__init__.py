@@ -16,6 +16,7 @@ from ..records import NetBoxRecords
 from .admit import drain, drain_node, isolate, join
 from .burnin import burn_in
 from .discover import discover
+from .firmware import firmware
 from .install import install
 from .judge import judge
 from .provision import bios, configure
@@ -23,7 +24,8 @@ from .reconcile import Row, Target, reconcile_fleet, reconcile_targets
 from .select import Selected, due_for_reburnin, select
 
 #: step name (as in lifecycle.TABLE) -> function(ctx, node, params)
-STEPS = {"discover": discover, "bios": bios, "install": install, "configure": configure, "burn_in": burn_in,
+STEPS = {"discover": discover, "firmware": firmware, "bios": bios, "install": install, "configure": configure,
+         "burn_in": burn_in,
          "judge": judge, "join": join, "drain": drain}
 
 

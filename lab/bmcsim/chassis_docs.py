@@ -152,14 +152,26 @@ class ChassisDocs(_Base):
         return doc
 
     def update_service(self) -> dict[str, Any]:
-        return {"@odata.id": f"{R}/UpdateService", "@odata.type": "#UpdateService.v1_11_0.UpdateService",
-                "Id": "UpdateService", "Name": "Update Service", "ServiceEnabled": True, "Status": status(),
-                "FirmwareInventory": ref(f"{R}/UpdateService/FirmwareInventory")}
+        """Shaped after the DMTF rackmount mockup and, for the push URI, the AMI-based DGX BMC
+        (tests/fixtures/redfish/dmtf-rackmount1, nvidia-nvfwupd)."""
+        up = self.profile.update
+        doc: dict[str, Any] = {
+            "@odata.id": f"{R}/UpdateService", "@odata.type": "#UpdateService.v1_11_0.UpdateService",
+            "Id": "UpdateService", "Name": "Update Service", "ServiceEnabled": True, "Status": status(),
+            "FirmwareInventory": ref(f"{R}/UpdateService/FirmwareInventory")}
+        if up.simple_update:
+            doc["Actions"] = {"#UpdateService.SimpleUpdate": {
+                "target": f"{R}/UpdateService/Actions/UpdateService.SimpleUpdate",
+                "TransferProtocol@Redfish.AllowableValues": ["HTTP", "HTTPS"]}}
+        if up.multipart_push:
+            doc["MultipartHttpPushUri"] = f"{R}/UpdateService/upload"
+            doc["MaxImageSizeBytes"] = 430198784     # the DGX BMC's (fixtures/redfish/nvidia-nvfwupd)
+        return doc
 
     def software(self, key: str) -> dict[str, Any]:
         return {"@odata.id": f"{R}/UpdateService/FirmwareInventory/{key}",
                 "@odata.type": "#SoftwareInventory.v1_10_0.SoftwareInventory", "Id": key, "Name": key,
-                "Version": self.firmware[key], "Updateable": key in {"BMC", "BIOS"}, "Status": status()}
+                "Version": self.firmware[key], "Updateable": True, "Status": status()}
 
     def task_service(self) -> dict[str, Any]:
         return {"@odata.id": f"{R}/TaskService", "@odata.type": "#TaskService.v1_2_0.TaskService",

@@ -153,8 +153,12 @@ class SystemDocs(_Base):
 
     def task(self, tid: str) -> dict[str, Any]:
         t = self.state.tasks[tid]
-        done = self.state.task_finished(t)
-        return {"@odata.id": f"{R}/TaskService/Tasks/{tid}", "@odata.type": "#Task.v1_7_0.Task", "Id": tid,
-                "Name": t.name, "TaskState": "Completed" if done else "Running",
-                "TaskStatus": "OK", "PercentComplete": 100 if done else 50,
-                "TaskMonitor": f"{R}/TaskService/TaskMonitors/{tid}"}
+        state = self.state.task_state(t)
+        done = state in ("Completed", "Exception")
+        doc = {"@odata.id": f"{R}/TaskService/Tasks/{tid}", "@odata.type": "#Task.v1_7_0.Task", "Id": tid,
+               "Name": t.name, "TaskState": state, "TaskStatus": "Critical" if t.failure else "OK",
+               "PercentComplete": 100 if done else {"New": 0}.get(state, 50),
+               "TaskMonitor": f"{R}/TaskService/TaskMonitors/{tid}"}
+        if done and t.messages:
+            doc["Messages"] = t.messages
+        return doc

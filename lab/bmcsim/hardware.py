@@ -94,11 +94,22 @@ def fc_wwpn(node: NodeSpec) -> str:
     return "20:00:" + ":".join(f"{b:02X}" for b in d[:6])
 
 
+#: NVSwitches on an 8-GPU HGX baseboard (HGX_FW_NVSwitch_0..3 on a DGX H100)
+NVSWITCHES = 4
+
+
 def firmware(node: NodeSpec, sku: SkuSpec) -> dict[str, str]:
-    """Firmware inventory Id -> version."""
+    """Firmware inventory Id -> version, after ``firmware_drift`` faults. GPU and NVSwitch
+    versions are NVIDIA's dotted hex (tests/fixtures/redfish/nvidia-nvfwupd)."""
     inv = {"BMC": "2.18.4", "BIOS": "1.9.2", "CPLD": "0.7.1"}
     for i in present_gpus(node, sku):
         inv[f"GPU{i}_VBIOS"] = "96.00.99.00.01"
+    if sku.gpu.count == 8:
+        for i in range(NVSWITCHES):
+            inv[f"NVSwitch{i}"] = "96.10.69.00.01"
     for i in range(sku.nics.compute):
         inv[f"NIC{i}"] = "28.42.1000"
+    for f in node.faults_of(FaultKind.FIRMWARE_DRIFT):
+        if f.attribute in inv and f.value is not None:
+            inv[f.attribute] = str(f.value)
     return inv

@@ -100,6 +100,20 @@ class BiosSpec(_Strict):
     job_uri: str = "/redfish/v1/Managers/{manager}/Jobs/JID_{n}"
 
 
+class UpdateSpec(_Strict):
+    """How firmware updates are taken (UpdateService). Times are multiples of the power delay."""
+
+    #: the ``#UpdateService.SimpleUpdate`` action (pull from ImageURI); False: push only
+    simple_update: bool = True
+    #: ``MultipartHttpPushUri`` advertised (the AMI-based DGX BMC: fixtures/redfish/nvidia-nvfwupd)
+    multipart_push: bool = False
+    #: how long the Task of an update runs (New, then Running, then Completed)
+    task_delay: float = 1.5
+    #: members (regex on the Id) whose new image waits for the next POST to activate, as
+    #: host BIOS and GPU/NVSwitch firmware do; the others activate when the task ends
+    staged: str = "(?i)bios|vbios|gpu|nvswitch|cpld"
+
+
 class ManagerSpec(_Strict):
     id: str = "bmc"
     model: str = "AST2600"
@@ -116,6 +130,7 @@ class VendorProfile(_Strict):
     gpus: GpuSpec = GpuSpec()
     nics: NicSpec = NicSpec()
     bios: BiosSpec = BiosSpec()
+    update: UpdateSpec = UpdateSpec()
     #: where an action's Location points: a monitor (202 until done) or the Task (200 + TaskState)
     task_location: Literal["monitor", "task"] = "monitor"
     #: the log entry a failed boot leaves (Message, MessageId)

@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl
 
 from lab.fleet import FaultKind
 
-from . import writes
+from . import update, writes
 from .common import R
 from .state import BmcState
 from .tree import Tree
@@ -91,6 +91,8 @@ class BmcService:
             return error(401, "NoValidSession", "No valid session or credentials; log in first.")
         if method == "GET":
             return self._get(path, query)
+        if method == "POST" and path == update.PUSH_URI:
+            return update.multipart_push(self, headers, body)
         if method == "POST":
             return writes.post(self, path, self._json(body))
         if method == "PATCH":

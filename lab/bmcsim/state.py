@@ -43,6 +43,12 @@ class Task:
     done_at: float
     on_done: Callable[[], None] | None = None
     finished: bool = False
+    #: Redfish messages of the task (an update's UpdateSuccessful / AwaitToActivate)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    #: why it failed: the task ends in TaskState Exception
+    failure: str | None = None
+    #: until when it reads TaskState New (queued, not started: an update's first polls)
+    new_until: float = 0.0
 
 
 @dataclass
@@ -96,9 +102,13 @@ class BmcState:
     #: "none" | "installing" | "running" | "hung" | "failed": what the OS boot came to
     os_state: str = "none"
     log_entries: list[dict[str, Any]] = field(default_factory=list)
+    #: FirmwareInventory Id -> the version running; staged images wait for the next POST
+    firmware: dict[str, str] = field(default_factory=dict)
+    firmware_staged: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.bios = hardware.initial_bios(self.node, self.sku)
+        self.firmware = hardware.firmware(self.node, self.sku)
 
     @property
     def resets_needed(self) -> int:
@@ -180,6 +190,9 @@ class BmcState:
 
     def _end_of_post(self) -> None:
         self.posts_since_staged += 1
+        # staged firmware images activate during POST (whoever owns the boot)
+        self.firmware.update(self.firmware_staged)
+        self.firmware_staged = {}
         job = next((j for j in self.jobs.values() if j.state == "Scheduled"), None)
         if job is not None:
             job.state, job.message = "Running", "Job in progress."
@@ -269,7 +282,7 @@ class BmcState:
         with self.lock:
             return any(secrets.compare_digest(token, t) for t in self.sessions.values())
 
-    def start_task(self, name: str, duration: float, on_done: Callable[[], None]) -> Task:
+    def start_task(self, name: str, duration: float, on_done: Callable[[], None] | None) -> Task:
         with self.lock:
             now = self.clock()
             task = Task(id=secrets.token_hex(4), name=name, started=now, done_at=now + duration, on_done=on_done)
@@ -279,3 +292,9 @@ class BmcState:
     def task_finished(self, task: Task) -> bool:
         self.tick()
         return task.finished
+
+    def task_state(self, task: Task) -> str:
+        """New (until ``new_until``), then Running; Completed or Exception at the end."""
+        if self.task_finished(task):
+            return "Exception" if task.failure else "Completed"
+        return "New" if self.clock() < task.new_until else "Running"

@@ -32,7 +32,7 @@ class Tree(SystemDocs, ChassisDocs):
         self.gpus = hardware.present_gpus(self.node, self.sku)
         self.macs = hardware.observed_macs(self.node, self.sku)
         self.nics = list(range(self.sku.nics.compute))
-        self.firmware = hardware.firmware(self.node, self.sku)
+        self.firmware = state.firmware   # the state's dict: updates show at once
         self.sys = f"{R}/Systems/{p.system.id}"
         self.mgr = f"{R}/Managers/{p.manager.id}"
         self.cha = f"{R}/Chassis/{p.chassis_id}"

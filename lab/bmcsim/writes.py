@@ -1,4 +1,5 @@
-"""Writes to a simulated BMC: sessions, reset, virtual media, boot override, BIOS.
+"""Writes to a simulated BMC: sessions, reset, virtual media, boot override, BIOS
+(firmware updates: :mod:`.update`).
 
 How each is answered is the vendor profile's: where a Boot PATCH is taken (the system,
 or only its settings object, refusing the system with the vendor's message id), whether
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from . import update
 from .common import R
 from .state import BOOT_TARGETS, RESET_TYPES
 
@@ -53,6 +55,8 @@ def post(svc: BmcService, path: str, body: Any) -> Reply:
         if path == f"{medium}/Actions/VirtualMedia.EjectMedia":
             setattr(st, attr, None)
             return _reply(204)
+    if path == update.SIMPLE_UPDATE:
+        return update.simple_update(svc, body)
     return _error(404, "ResourceNotFound", f"There is no action at {path}.")
 
 

@@ -18,12 +18,21 @@ from lab.fleet import Fault, FaultKind, NodeSpec
 from .build import build_nvml
 
 STANDIN = Path(__file__).parent / "tools" / "standin.py"
-TOOLS = ("dcgmi", "all_reduce_perf", "gpu_burn", "ibstat", "dpkg-query", "uname", "dmesg")
+TOOLS = ("dcgmi", "all_reduce_perf", "gpu_burn", "ibstat", "dpkg-query", "uname", "dmesg", "ib_write_bw", "nvidia-smi")
 # bus ids of an HGX 8-GPU baseboard (as nvidia-smi shows them on common H100 servers)
 HGX_BUS = ["18", "2a", "3a", "5d", "9a", "ab", "ba", "db", "1b", "2d", "3d", "60", "9d", "ae", "bd", "de"]
 # PCI device ids (device << 16 | vendor), as NVML's pciDeviceId reports them
 DEVICE_IDS = {"H100": 0x233010DE, "H200": 0x233510DE}
 PEAK_BUSBW = {"hgx-h100-80gb": 480.0, "hgx-h200-141gb": 478.0}
+# all_reduce busbw of two such nodes over 8x NDR (GB/s, large messages): below NVLink's,
+# bounded by the rails (8 x 400 Gb/s = 400 GB/s a node)
+INTERNODE_BUSBW = {"hgx-h100-80gb": 372.0, "hgx-h200-141gb": 368.0}
+#: the port counters of sysfs (tests/fixtures/ib-counters), all zero after an install
+IB_COUNTERS = ("symbol_error", "port_rcv_errors", "port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors",
+               "link_error_recovery", "port_xmit_constraint_errors", "port_rcv_constraint_errors",
+               "local_link_integrity_errors", "excessive_buffer_overrun_errors", "port_xmit_data", "port_rcv_data",
+               "port_xmit_packets", "port_rcv_packets", "link_downed", "port_xmit_discards", "VL15_dropped",
+               "port_xmit_wait")
 FATAL_XID_TEXT = {79: "GPU has fallen off the bus.", 48: "An uncorrectable double bit error (DBE) has been detected "
                   "on GPU in the framebuffer at partition 0, subpartition 0."}
 
@@ -185,7 +194,35 @@ def tool_profile(node: NodeSpec, sku: SkuSpec, installed: dict[str, Any], nvml: 
                 else:
                     ib[idx]["rate"] = int(float(f.value or 200)) if f.value is not None else 200
     prof["ib"] = ib
+    _fabric(node, sku, prof)
     return prof
+
+
+def _fabric(node: NodeSpec, sku: SkuSpec, prof: dict[str, Any]) -> None:
+    """What the multi-node stand-ins need: the node's address (the perftest server listens
+    there), inter-node figures and the fabric faults, read by its partners' stand-ins too."""
+    ib = prof["ib"]
+    half = max(1, len(ib) // 2)
+    for i, ca in enumerate(ib):
+        # NICs sit next to their GPUs: the first half on NUMA node 0, the rest on 1
+        ca["numa_node"] = 0 if i < half else 1
+        ca["rdma_gbps"] = round(ca["rate"] * 0.981, 2) if ca["active"] else 0.0
+    prof["address"] = node.address
+    prof["internode_busbw_gbps"] = INTERNODE_BUSBW.get(sku.sku, 360.0)
+    prof["bad_cables"] = {}
+    prof["flapping"] = {}
+    for f in node.faults:
+        idx = _ib_index(f)
+        if f.kind == FaultKind.SLOW_NODE:
+            prof["internode_busbw_gbps"] = float(f.value or 180.0)
+        elif f.kind == FaultKind.BAD_CABLE and f.other:
+            prof["bad_cables"][f.other] = float(f.value or 40.0)
+        elif f.kind == FaultKind.DEGRADED_RAIL and idx is not None and idx < len(ib):
+            ib[idx]["rdma_gbps"] = float(f.value or 190.0)
+        elif f.kind == FaultKind.NIC_NUMA and idx is not None and idx < len(ib):
+            ib[idx]["numa_node"] = 1 - ib[idx]["numa_node"]
+        elif f.kind == FaultKind.FLAPPING_PORT and idx is not None and idx < len(ib):
+            prof["flapping"][ib[idx]["name"]] = int(f.value or 25)
 
 
 def _ib_index(f: Fault) -> int | None:
@@ -210,6 +247,11 @@ def write_sysfs(root: Path, tools: dict[str, Any]) -> None:
         (port / "phys_state").write_text("5: LinkUp\n" if ca["active"] else "3: Disabled\n")
         (port / "rate").write_text(f"{rate} Gb/sec ({IB_RATE_NAMES.get(rate, '4X')})\n")
         (port / "link_layer").write_text("InfiniBand\n")
+        (port / "counters").mkdir(exist_ok=True)
+        for name in IB_COUNTERS:
+            (port / "counters" / name).write_text("0\n")
+        (port.parent.parent / "device").mkdir(exist_ok=True)
+        (port.parent.parent / "device" / "numa_node").write_text(f"{ca.get('numa_node', 0)}\n")
     for name, state, speed in [("mgmt0", "up", 25000)] + [
             (f"ibp{i}s0", "up" if ca["active"] else "down", ca["rate"] * 1000) for i, ca in enumerate(tools["ib"])]:
         d = root / "sys/class/net" / name
@@ -261,6 +303,9 @@ def write_node_profile(node: NodeSpec, sku: SkuSpec, installed: dict[str, Any], 
     where["lab"].mkdir(parents=True, exist_ok=True)
     nvml = nvml_profile(node, sku, installed)
     tools = tool_profile(node, sku, installed, nvml)
+    # the lab's nodes share this machine: a multi-node stand-in's ranks meet in a folder
+    # beside the nodes' own (<home>/nodes/.fabric), as NCCL's ranks would over the network
+    tools["fabric_dir"] = str(dest_dir.parent.parent / ".fabric")
     _write_json(where["lab"] / "nvml.json", nvml)
     _write_json(where["lab"] / "node.json", tools)
     write_sysfs(where["sysfs"], tools)

@@ -146,6 +146,7 @@ def test_a_rerun_skips_the_steps_already_done_in_the_state():
     rec = MemoryRecords("n1")
     rec.nodes["n1"].stage = "discovered"
     lc = Lifecycle(steps(bios=ok("bios", evidence=[Evidence(kind="bios", document={"ok": True})])), rec)
+    lc.run_step("n1", State.DISCOVERED, "firmware")
     lc.run_step("n1", State.DISCOVERED, "bios")
     lc.run_step("n1", State.DISCOVERED, "install")
     # a crash here; another worker resumes
@@ -189,7 +190,7 @@ def test_only_the_lifecycle_writes_the_stage():
     """No other module of the library or the flows passes a stage to a NetBox write."""
     offenders = []
     for src in [*REPO.joinpath("bringup").rglob("*.py"), *REPO.joinpath("flows").rglob("*.py")]:
-        if src.name in ("lifecycle.py", "records.py"):
+        if src.name in ("lifecycle.py", "lifecycle_table.py", "records.py"):
             continue
         text = src.read_text()
         literal = "bringup_stage" in text and src.name != "netbox_adapter.py"  # the adapter maps the field

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Stand-ins for the node tools the burn-in agent runs: dcgmi, all_reduce_perf, gpu_burn,
-ibstat, dpkg-query, uname, dmesg.
+ibstat, dpkg-query, uname, dmesg; and the fabric test's ib_write_bw, multi-node
+all_reduce_perf and ``nvidia-smi topo -m`` (in standin_fabric.py).
 
 One script, dispatched on the name it is called by (lab.gpu links each tool name to it).
 Each prints the real tool's output format with numbers taken from the node profile in
@@ -16,6 +17,8 @@ import os
 import random
 import sys
 import time
+
+import standin_fabric  # beside this file (Python puts the real, resolved script folder first)
 
 REAL_BIN_DIRS = ("/usr/bin", "/bin", "/usr/sbin", "/sbin")
 
@@ -141,11 +144,25 @@ def all_reduce_perf(p: dict, argv: list) -> int:
     ngpus = min(ngpus, p["gpu_count"])
     peak = float(p.get("busbw_peak_gbps", 450.0))
     wrong_at_top = int(p.get("nccl_wrong", 0))
+    w = standin_fabric.world(p)  # under mpirun: one rank of many, maybe on several nodes
+    if w is not None and not w["root"]:
+        time.sleep(float(p.get("tool_seconds", 0.2)))
+        return 0  # nccl-tests prints from rank 0 only
+    nranks = ngpus
+    if w is not None:
+        nranks = len(w["ranks"]) * ngpus
+        if len(w["profiles"]) > 1:
+            peak = standin_fabric.internode_busbw(w["profiles"])
+        else:
+            peak = min(float(pr.get("busbw_peak_gbps", 450.0)) for pr in w["profiles"].values())
+        wrong_at_top = max(int(pr.get("nccl_wrong", 0)) for pr in w["profiles"].values())
     out = [f"# nccl-tests version {p.get('nccl_tests_version', '2.14.1')} nccl-headers=22602 nccl-library=22602",
            "# Collective test starting: all_reduce_perf",
            (f"# nThread 1 nGpus {ngpus} minBytes {lo} maxBytes {hi} step: {factor}(factor) warmup iters: 5 "
             "iters: 20 agg iters: 1 validation: 1 graph: 0"), "#", "# Using devices"]
-    for g in range(ngpus):
+    if w is not None:
+        out += standin_fabric.rank_lines(w["ranks"])
+    for g in range(ngpus if w is None else 0):
         out.append(f"#  Rank {g:2d} Group  0 Pid {4242:6d} on {p['node']:>10} device {g:2d} "
                    f"[{p['bus_ids'][g]}] {p['gpu_name']}")
     out += ["#",
@@ -164,7 +181,7 @@ def all_reduce_perf(p: dict, argv: list) -> int:
         cols = []
         for place in (0, 1):
             bw = busbw * (0.995 if place else 1.0)
-            algbw = bw * ngpus / (2 * (ngpus - 1)) if ngpus > 1 else bw
+            algbw = bw * nranks / (2 * (nranks - 1)) if nranks > 1 else bw
             time_us = s / (algbw * 1e3) if algbw else 0.0
             wrong = wrong_at_top if (s == sizes[-1] and place == 0) else 0
             oob += wrong
@@ -172,7 +189,7 @@ def all_reduce_perf(p: dict, argv: list) -> int:
             total_bw += bw / 2
         out.append(f"{s:12d} {s // 4:13d}     float     sum      -1 " + " ".join(cols))
         if p.get("nccl_info_interleaved") and s == sizes[0]:
-            out.append(f"{p['node']}:4242:4250 [0] NCCL INFO comm 0x5555 rank 0 nranks {ngpus} - Init COMPLETE")
+            out.append(f"{p['node']}:4242:4250 [0] NCCL INFO comm 0x5555 rank 0 nranks {nranks} - Init COMPLETE")
     out.append(f"# Out of bounds values : {oob} {'OK' if oob == 0 else 'FAILED'}")
     out.append(f"# Avg bus bandwidth    : {total_bw / max(1, len(sizes)):.4g} ")
     out += ["#", "# Collective test concluded: all_reduce_perf", ""]
@@ -284,7 +301,9 @@ def dmesg(p: dict, argv: list) -> int:
 
 
 TOOLS = {"dcgmi": dcgmi, "all_reduce_perf": all_reduce_perf, "gpu_burn": gpu_burn, "ibstat": ibstat,
-         "dpkg-query": dpkg_query, "uname": uname, "dmesg": dmesg}
+         "dpkg-query": dpkg_query, "uname": uname, "dmesg": dmesg,
+         "ib_write_bw": lambda p, argv: standin_fabric.ib_write_bw(p, argv),
+         "nvidia-smi": lambda p, argv: standin_fabric.nvidia_smi(p, argv)}
 
 
 def main() -> int:

@@ -130,6 +130,12 @@ nodes:
      bmc_vendor: dell-idrac, faults: [{kind: bios_not_applied, attribute: NumaNodesPerSocket}]}
   - {name: boot-fail, rack: r1, sku: hgx-h100-80gb, pool: p, bmc_address: 127.61.0.23, address: 127.62.0.23,
      bmc_vendor: hpe-ilo, faults: [{kind: boot_fail}]}
+  - {name: fw-drift, rack: r1, sku: hgx-h100-80gb, pool: p, bmc_address: 127.61.0.24, address: 127.62.0.24,
+     bmc_vendor: supermicro-hgx, faults: [{kind: firmware_drift, attribute: GPU5_VBIOS, value: 96.00.61.00.01}]}
+  - {name: fw-drift-dell, rack: r1, sku: hgx-h200-141gb, pool: p, bmc_address: 127.61.0.25, address: 127.62.0.25,
+     bmc_vendor: dell-idrac, faults: [{kind: firmware_drift, attribute: BIOS, value: 1.8.0}]}
+  - {name: fw-drift-ami, rack: r1, sku: hgx-h200-141gb, pool: p, bmc_address: 127.61.0.26, address: 127.62.0.26,
+     bmc_vendor: ami-megarac, faults: [{kind: firmware_drift, attribute: GPU0_VBIOS, value: 96.00.5A.00.01}]}
 """
 
 

@@ -9,6 +9,8 @@ import json
 import time
 from urllib.parse import urlencode
 
+from requests_toolbelt import MultipartEncoder
+
 from bringup.redfish.client import Bmc
 from bringup.redfish.models import ServiceRootDoc, parse
 from bringup.redfish.transport import Credentials, Reply, Session
@@ -46,11 +48,16 @@ class InProcSession(Session):
     def request_count(self) -> int:
         return len(self.calls)
 
-    def call(self, method, path, *, body=None, args=None) -> Reply:
+    def call(self, method, path, *, body=None, args=None, headers=None) -> Reply:
         self.calls.append((method, path))
         self.clock.sleep(0.01)
-        raw = json.dumps(body).encode() if body is not None else b""
-        r = self.service.handle(method, path.split("?")[0], urlencode(args or {}), dict(AUTH), raw)
+        sent = dict(AUTH)
+        if (headers or {}).get("Content-Type") == "multipart/form-data":   # as the DMTF library encodes it
+            encoder = MultipartEncoder(body)
+            raw, sent["content-type"] = encoder.to_string(), encoder.content_type
+        else:
+            raw = json.dumps(body).encode() if body is not None else b""
+        r = self.service.handle(method, path.split("?")[0], urlencode(args or {}), sent, raw)
         return Reply(r.status, None if isinstance(r.body, str) else r.body,
                      {k.lower(): v for k, v in r.headers.items()})
 

@@ -1,0 +1,165 @@
+"""One fabric test between nodes, run and read: the multi-node NCCL test of a group, the
+per-rail ``ib_write_bw`` of a pair, and the IB port counters before and after.
+
+Built on :class:`~bringup.fabric.mpirun.FabricSsh` (the only module that runs commands)
+and the pure parsers; each result is a value with an outcome, ``unknown`` whenever the
+output could not be read or the run did not finish (never a pass).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+
+from burnin.checks.tools import NCCL_ERROR_LIMITS
+from burnin.parsers import UnparseableOutput
+from burnin.parsers.nccl import assess, busbw_at_largest, parse_nccl_perf
+
+from ..errors import ConfigError, HostKeyMismatch, ParseError
+from .counters import Reading
+from .models import Outcome
+from .mpirun import FabricSsh, MpiHost, NodeSsh, RunOutput, Target, ib_write_bw_argv, mpirun_argv, nccl_argv
+from .ncclworld import parse_world, world_problems
+from .perftest import PerftestResult, parse_perftest_bw
+
+#: OpenMPI 4's messages for ranks that were never started (tests/integration/fabric shows them)
+_LAUNCH_FAILED = ("ORTE was unable to reliably start", "ORTE does not know how to route",
+                  "was unable to find the executable", "mpirun was unable to launch")
+
+
+@dataclass(frozen=True)
+class GroupNode:
+    """A node of a multi-node test: how the controller reaches it and how its partners do."""
+
+    name: str
+    target: Target
+    address: str
+    gpus: int
+
+
+@dataclass
+class NcclGroupResult:
+    nodes: list[str]
+    outcome: Outcome
+    busbw_gbps: float | None
+    problems: list[str]
+    run: RunOutput
+    findings: list[dict[str, object]] = field(default_factory=list)
+
+
+def run_nccl_group(fs: FabricSsh, nodes: list[GroupNode], node_ssh: NodeSsh, *, min_busbw_gbps: float,
+                   timeout: float = 1800.0, end: str = "8G", env: dict[str, str | None] | None = None,
+                   allow_run_as_root: bool = False) -> NcclGroupResult:
+    """``mpirun`` from the first node: one rank per GPU over ``nodes``, ``all_reduce_perf``
+    up to ``end``; passes when it was one communicator over every node, correct, and its
+    bus bandwidth at the largest sizes reaches ``min_busbw_gbps``."""
+    hosts = [MpiHost(n.name, n.address, n.gpus) for n in nodes]
+    argv = mpirun_argv(hosts, nccl_argv(end=end), node_ssh, env=env, allow_run_as_root=allow_run_as_root)
+    run = fs.run(nodes[0].target, argv, timeout)
+    names = [n.name for n in nodes]
+    _raise_for_partner_keys(nodes, run.stderr)
+    if run.timed_out:
+        return NcclGroupResult(names, "unknown", None, [f"mpirun did not finish within {timeout:.0f}s"], run)
+    problems = world_problems(parse_world(run.stdout), nodes=len(nodes), ranks=sum(h.slots for h in hosts))
+    try:
+        parsed = parse_nccl_perf(run.stdout)
+    except UnparseableOutput as exc:
+        tail = run.stderr.strip().splitlines()[-1:] or ["no error output"]
+        # a launch that never started the ranks says nothing about the fabric; a test that
+        # started and died (NCCL aborting on a broken link) is a failure of this group
+        launch = any(m in run.stderr for m in _LAUNCH_FAILED)
+        return NcclGroupResult(names, "unknown" if run.rc == 0 or launch else "fail", None,
+                               [*problems, f"no result table ({exc}); mpirun exit {run.rc}: {tail[0]}"], run)
+    busbw = busbw_at_largest(parsed)
+    findings = assess(parsed, NCCL_ERROR_LIMITS)
+    if problems:
+        outcome: Outcome = "unknown"  # not one run over these nodes: says nothing about them
+    elif run.rc != 0 or any(f["severity"] == "fail" for f in findings) or busbw < min_busbw_gbps:
+        outcome = "fail"
+    elif any(f["severity"] == "error" for f in findings):
+        outcome = "unknown"
+    else:
+        outcome = "pass"
+    if busbw < min_busbw_gbps:
+        problems.append(f"busbw {busbw:.1f} GB/s at the largest sizes is below {min_busbw_gbps:g}")
+    return NcclGroupResult(names, outcome, busbw, problems, run, findings)
+
+
+# what OpenSSH prints, under mpirun, when a partner's key is not pinned or has changed
+_UNPINNED = re.compile(r"No \S+ host key is known for \[?([^\]\s:]+)\]?(?::\d+)?")
+_CHANGED = re.compile(r"Host key for \[?([^\]\s:]+)\]?(?::\d+)? has changed")
+
+
+def _raise_for_partner_keys(nodes: list[GroupNode], stderr: str) -> None:
+    """A partner OpenMPI's ssh would not trust says nothing about the fabric: a key never
+    pinned on the launcher is our setup (the node is held), a changed one is the partner's
+    (never connected to)."""
+    by_address = {n.address: n.name for n in nodes}
+    if m := _UNPINNED.search(stderr):
+        who = by_address.get(m.group(1), m.group(1))
+        raise ConfigError(f"node {nodes[0].name} has no pinned host key for its fabric partner {who} "
+                          f"({m.group(1)}); mpirun refused to connect",
+                          hint="write the partners' host keys into the known_hosts the nodes use for mpirun")
+    if m := _CHANGED.search(stderr):
+        who = by_address.get(m.group(1), m.group(1))
+        raise HostKeyMismatch(f"fabric partner {who} ({m.group(1)}) presented a host key other than the pinned "
+                              f"one to {nodes[0].name}; refusing to run the test with it",
+                              hint="if the node was legitimately re-keyed, update the pinned key; else inspect it")
+
+
+@dataclass
+class RailResult:
+    rail: str
+    client: RunOutput
+    server: RunOutput | None
+    result: PerftestResult | None
+    problem: str = ""
+
+
+def run_rail(fs: FabricSsh, server: GroupNode, client: GroupNode, device: str, *, timeout: float = 120.0,
+             gpu: int | None = None, tries: int = 3, settle: float = 0.5) -> RailResult:
+    """``ib_write_bw`` on ``device`` of both nodes: the server first, then the client. The
+    client's "Couldn't connect" (the server not listening yet) is retried, as perftest
+    scripts do with a pause; the result read is the client's report."""
+    srv_cmd = ib_write_bw_argv(device, gpu=gpu)
+    cli_cmd = ib_write_bw_argv(device, server=server.address, gpu=gpu)
+    proc = fs.start(server.target, srv_cmd)
+    try:
+        cli = None
+        for _ in range(max(1, tries)):
+            time.sleep(settle)
+            cli = fs.run(client.target, cli_cmd, timeout)
+            if cli.rc == 0 or "Couldn't connect" not in cli.stdout + cli.stderr:
+                break
+        assert cli is not None
+        srv = fs.collect(server.target, proc, srv_cmd, timeout if cli.rc == 0 else 2.0)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    try:
+        return RailResult(device, cli, srv, parse_perftest_bw(cli.stdout, source=f"ib_write_bw {device}"))
+    except ParseError as exc:
+        return RailResult(device, cli, srv, None, f"{exc} (exit {cli.rc}: {cli.stdout.strip()[-200:]})")
+
+
+_COUNTER = re.compile(r"/sys/class/infiniband/([^/]+)/ports/(\d+)/counters/([A-Za-z0-9_]+):(\d+)$")
+# BURNIN_SYSFS_ROOT is empty on a real node; the lab's nodes keep their sysfs under it
+COUNTERS_COMMAND = ["sh", "-c", 'grep -H . "${BURNIN_SYSFS_ROOT:-}"/sys/class/infiniband/*/ports/*/counters/*']
+
+
+def parse_counter_dump(text: str) -> Reading:
+    """``grep -H .`` lines of the counter files into ``{(hca, port): {counter: value}}``;
+    lines of other shapes (a counter that is not a number) are left out, so that counter is
+    missing and its growth unknown."""
+    out: Reading = {}
+    for line in text.splitlines():
+        m = _COUNTER.search(line.strip())
+        if m:
+            out.setdefault((m.group(1), int(m.group(2))), {})[m.group(3)] = int(m.group(4))
+    return out
+
+
+def read_counters(fs: FabricSsh, target: Target, timeout: float = 30.0) -> Reading:
+    return parse_counter_dump(fs.run(target, COUNTERS_COMMAND, timeout).stdout)
