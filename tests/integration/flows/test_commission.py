@@ -272,10 +272,11 @@ def test_force_reinstalls_an_admitted_node_only_after_draining_it(seeded, flow_e
     rec = _stages(seeded)[node]
     assert rec.stage == "active", rec.stage
     key_before = rec.custom_fields["ssh_host_key"]
-    last = max(e["id"] for e in seeded.journal_entries(rec.id))
+    seen = {(e["created"], e["comments"]) for e in seeded.journal_entries(rec.id)}
     rows = _run_commission(nodes=[node], force=True, batches=0)
     assert [r["verdict"] for r in rows if r["node"] == node] == ["admitted"], rows
-    texts = [e["comments"] for e in sorted(seeded.journal_entries(rec.id), key=lambda e: e["id"]) if e["id"] > last]
+    texts = [e["comments"] for e in sorted(seeded.journal_entries(rec.id), key=lambda e: e["created"])
+             if (e["created"], e["comments"]) not in seen]
     drained = next(i for i, t in enumerate(texts) if "Forced rerun: drained first" in t)
     installed = next(i for i, t in enumerate(texts) if "OS install of" in t)
     assert drained < installed, texts[:installed + 1]
