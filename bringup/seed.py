@@ -16,6 +16,7 @@ evidence, logs or the journal.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from functools import lru_cache
@@ -28,7 +29,7 @@ from .errors import ConfigError
 from .hostkeys import HostKey, public_of
 from .image import ImageManifest, autoinstall_user_data
 from .resources import data_file
-from .ssh import fingerprint, parse_public_key
+from .ssh import parse_public_key
 
 #: where the image record lives on an installed node (read back by the install step)
 IMAGE_RECORD = "/etc/bringup/image.yaml"
@@ -109,7 +110,8 @@ def render(m: ImageManifest, *, hostname: str, host_key: HostKey,
     header = (f"#cloud-config\n# NoCloud seed of {hostname}: image {m.name}, rendered by bringup;\n"
               f"# ISO {m.iso.url} sha256 {m.iso.sha256}\n")
     _, blob = parse_public_key(host_key.public)
-    tag = fingerprint(blob).removeprefix("SHA256:")[:12]
+    # hex, not the fingerprint's base64: cloud-init makes a folder of the instance id ("/")
+    tag = hashlib.sha256(blob).hexdigest()[:12]
     meta = yaml.safe_dump({"instance-id": f"{hostname}-{tag}", "local-hostname": hostname}, sort_keys=False)
     return {"user-data": header + body, "meta-data": meta}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -57,7 +58,8 @@ def test_rendered_seed_passes_the_schema_and_carries_the_image(files, manifest, 
     assert cloud["write_files"][0]["path"] == seed.IMAGE_RECORD
     assert record["image"] == manifest.name and record["versions"]["driver"] == "570.133.20"
     meta = yaml.safe_load(files["meta-data"])
-    assert meta["local-hostname"] == "gpu-r01-n01" and meta["instance-id"].startswith("gpu-r01-n01-")
+    assert meta["local-hostname"] == "gpu-r01-n01"
+    assert re.fullmatch(r"gpu-r01-n01-[0-9a-f]{12}", meta["instance-id"])  # a folder name for cloud-init
 
 
 def test_a_new_key_is_a_new_instance(manifest, files):
