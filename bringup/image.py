@@ -301,9 +301,10 @@ def autoinstall_user_data(m: ImageManifest, *, hostname: str = "ubuntu",
         ["curtin", "in-target", "--", "make", "-C", t.prefix, "-j", "MPI=0", f"CUDA_HOME={cuda_home}"],
         ["curtin", "in-target", "--", "sh", "-c", f"echo {m.packages.nccl_tests} > {t.prefix}/VERSION"],
         ["curtin", "in-target", "--", "systemctl", "enable", "nvidia-fabricmanager"],
-        ["curtin", "in-target", "--", "sh", "-c",
-         f"mkdir -p /etc/bringup && echo 'image: {m.name}' > /etc/bringup/image.yaml"],
     ]
+    # what the node says it runs, read back over SSH by the install step (never a NetBox field)
+    record = yaml.safe_dump({"image": m.name, "kernel": m.os.kernel, "versions": m.packages.model_dump()},
+                            sort_keys=False)
     autoinstall: dict[str, Any] = {
         "version": 1,
         "locale": "en_US.UTF-8",
@@ -318,10 +319,14 @@ def autoinstall_user_data(m: ImageManifest, *, hostname: str = "ubuntu",
                         for name, s in sorted(m.apt.sources.items())},
             "preferences": _preferences(m),
         },
-        "packages": ["git", "build-essential", "python3"],
+        # build tools for nccl-tests; what the burn-in agent runs beside the NVIDIA stack
+        "packages": ["git", "build-essential", "python3", "python3-pynvml", "stress-ng", "fio", "perftest",
+                     "infiniband-diags"],
         "late-commands": late,
         # cloud-init of the installed system: the hostname; never a password
-        "user-data": {"hostname": hostname, "disable_root": False},
+        "user-data": {"hostname": hostname, "disable_root": False,
+                      "write_files": [{"path": "/etc/bringup/image.yaml", "permissions": "0644",
+                                       "content": record}]},
         "shutdown": "reboot",
     }
     return {"autoinstall": autoinstall}

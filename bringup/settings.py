@@ -72,6 +72,11 @@ class Settings(BaseModel):
     image: str = ""
     #: URL the BMCs fetch OS images from (virtual media); {name} is the manifest name
     media_url: str = ""
+    #: folder the nodes' install seeds (NoCloud ISOs, one per node, holding its private host
+    #: key) are written to; a web server reachable from the BMCs serves it at ``seed_url``
+    seed_dir: Path | None = None
+    #: URL a BMC fetches a node's seed from; {node} is the node's name
+    seed_url: str = ""
     #: how long a node may take from the install's power-on to its first SSH answer (a real
     #: server's unattended install takes 10-20 minutes; the lab's is instant)
     install_wait_s: float = 300.0

@@ -37,3 +37,20 @@ def show(name: Annotated[str, typer.Argument(help="manifest name or path")]) -> 
         out.print(f"  {comp:<11} {version}")
     for pkg, pin in sorted(m.apt.pins.items()):
         out.print(f"    {pkg}={pin.version}")
+
+
+@app.command()
+def seed(name: Annotated[str, typer.Argument(help="manifest name (images/NAME.yaml) or a path")],
+         node: Annotated[str, typer.Option(help="the node (hostname) the seed is for")] = "node",
+         authorized_key: Annotated[list[str] | None, typer.Option(
+             "--authorized-key", help="public key allowed to log in (repeatable)")] = None) -> None:
+    """Show a node's install seed as the install step renders it, validated against
+    subiquity's schema, with its private host key redacted. The key made for this preview
+    is thrown away: the install step makes the node's real key when it installs it."""
+    from bringup import hostkeys
+    from bringup import seed as seeds
+    manifest = load_manifest(name)
+    files = seeds.render(manifest, hostname=node, host_key=hostkeys.generate(f"root@{node}"),
+                         authorized_keys=authorized_key or [])
+    typer.echo(seeds.redact(files["user-data"]), nl=False)
+    typer.echo("# --- meta-data\n" + "".join(f"# {line}\n" for line in files["meta-data"].splitlines()), nl=False)

@@ -141,6 +141,8 @@ def walk_node(node: str, rack: str, params: dict, *, config: str | None = None, 
         lease.enter_context(Renewer(lambda: lc.renew(node, me.holder), lambda: lc.release(node, me.holder),
                                     every=RENEW_EVERY_S, logger=log))
         state = lc.begin_reburnin(node) if reburnin else lc.start(node, force=force)
+        # a forced walk redoes destructive steps too (install reinstalls what the node runs)
+        params = {**params, "force": True} if force else params
         if not path(state, target):
             log.info("%s is %s: nothing to do%s", node, state, "" if force else " (force=True to redo)")
         while path(state, target):   # never past the target, never towards one behind the node

@@ -17,6 +17,8 @@ REDIS_PORT = 56379
 NETBOX_PORT = 58080
 PREFECT_PORT = 54200
 KUBE_PORT = 56443
+#: the web server the BMCs fetch install seeds from (inside the BMC simulator)
+SEED_PORT = 58090
 HOST = "127.0.0.1"
 
 

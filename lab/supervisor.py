@@ -23,7 +23,7 @@ from lab.gpu.build import ensure_built
 
 from . import procs
 from .netbox_server import LIVE_DB, NetBox
-from .paths import HOST, KUBE_PORT, NETBOX_PORT, PG_PORT, REDIS_PORT, REPO_ROOT, LabPaths
+from .paths import HOST, KUBE_PORT, NETBOX_PORT, PG_PORT, REDIS_PORT, REPO_ROOT, SEED_PORT, LabPaths
 from .postgres import Postgres
 from .prefect_server import PrefectServer
 from .redis import Redis
@@ -179,8 +179,9 @@ class Lab:
                          alive=lambda: procs.pid_of(self.paths.run, name) is not None)
 
     def _start_sim(self, svc: SimService, fleet: FleetProfile) -> None:
+        extra = ["--seed-listen", f"{HOST}:{SEED_PORT}"] if svc.module == "bmcsim" else []
         procs.start(svc.name, [sys.executable, "-m", f"lab.{svc.module}", "serve",
-                               "--fleet", str(self.fleet_path), "--home", str(self.paths.home)],
+                               "--fleet", str(self.fleet_path), "--home", str(self.paths.home), *extra],
                     run_dir=self.paths.run, log_dir=self.paths.logs, cwd=REPO_ROOT)
         procs.wait_until(lambda: svc.ready(fleet), timeout=svc.timeout, what=svc.name,
                          log=self.paths.logs / f"{svc.name}.log",
@@ -223,6 +224,9 @@ class Lab:
             "kubeconfig": str(kubeconfig),
             "fleet_profile": str(self.fleet_path.resolve()),
             "image": "ubuntu-2404-cuda128",
+            # the nodes' install seeds: written here by bringup, served by the BMC simulator
+            "seed_dir": str(self.paths.home / "seeds"),
+            "seed_url": f"http://{HOST}:{SEED_PORT}/{{node}}.iso",
         }
 
     def write_settings(self, fleet: FleetProfile) -> Path:

@@ -23,6 +23,8 @@ class Bmc(Protocol):
     def apply_bios(self, wanted: dict[str, Any], reboot: bool = True, timeout: float = 300.0) -> Any: ...
     def insert_media(self, image_url: str, timeout: float = 120.0) -> None: ...
     def eject_media(self) -> None: ...
+    def insert_seed(self, seed_url: str, timeout: float = 120.0) -> None: ...
+    def eject_seed(self) -> None: ...
     def set_boot_once(self, target: str) -> None: ...
     def power(self, action: str, wait: bool = True, timeout: float = 120.0) -> str: ...
     def system(self) -> Any: ...
@@ -45,6 +47,8 @@ class InstallResult:
     power_action: str
     waited: Any = None
     ejected: bool = False
+    #: the NoCloud seed attached as the second medium (None: the installer asks its questions)
+    seed_url: str | None = None
     #: what the BMC said went wrong with the boot from the media (the install did not happen)
     boot_failure: str | None = None
 
@@ -54,9 +58,11 @@ class InstallResult:
 
 
 def install_os(bmc: Bmc, manifest: ImageManifest, media_url: str | None = None, *,
-               wait: Callable[[], Any] | None = None, ssh_wait: Callable[[float], Any] | None = None,
+               seed_url: str | None = None, wait: Callable[[], Any] | None = None, ssh_wait: Callable[[float], Any] | None = None,
                wait_timeout: float = 300.0, poll: float = 15.0, timeout: float = 120.0) -> InstallResult:
     """Boot the node once from the image as virtual CD: insert, boot-once Cd, reset.
+    ``seed_url``: the node's NoCloud seed image, attached as a second medium before the
+    reset so the installer runs unattended (:mod:`bringup.seed`).
 
     Then wait for the node with ``ssh_wait(seconds)`` (e.g. :func:`bringup.ssh.wait_for_ssh`
     with the timeout left open), in slices of ``poll`` seconds up to ``wait_timeout``,
@@ -69,12 +75,14 @@ def install_os(bmc: Bmc, manifest: ImageManifest, media_url: str | None = None, 
     call ``bmc.eject_media()`` when the node is back."""
     url = media_url or manifest.iso.url
     bmc.insert_media(url, timeout=timeout)
+    if seed_url:
+        bmc.insert_seed(seed_url, timeout=timeout)
     bmc.set_boot_once("Cd")
     marker = bmc.log_marker() if ssh_wait is not None else set()
     state = getattr(bmc.system(), "PowerState", None)
     action = "ForceRestart" if state == "On" else "On"
     bmc.power(action, wait=True, timeout=timeout)
-    result = InstallResult(image=manifest.name, media_url=url, power_action=action)
+    result = InstallResult(image=manifest.name, media_url=url, power_action=action, seed_url=seed_url)
     if wait is None and ssh_wait is None:
         return result
     try:
@@ -85,6 +93,8 @@ def install_os(bmc: Bmc, manifest: ImageManifest, media_url: str | None = None, 
             result.waited = wait()
     finally:
         bmc.eject_media()
+        if seed_url:
+            bmc.eject_seed()  # it holds the node's private host key
         result.ejected = True
     return result
 

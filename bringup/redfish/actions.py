@@ -133,7 +133,8 @@ def clear_boot_override(bmc: Bmc) -> None:
 
 
 # --- virtual media ----------------------------------------------------------------------
-def cd_media(bmc: Bmc) -> tuple[str, VirtualMediaDoc]:
+def all_media(bmc: Bmc) -> list[tuple[str, VirtualMediaDoc]]:
+    """Every virtual medium of the system (under the system, else under its managers)."""
     colls: list[str] = []
     sysdoc = bmc.system()
     if sysdoc.VirtualMedia:
@@ -143,20 +144,45 @@ def cd_media(bmc: Bmc) -> tuple[str, VirtualMediaDoc]:
             vm = parse(ManagerDoc, doc, uri).VirtualMedia
             if vm:
                 colls.append(vm.odata_id)
-    for coll in colls:
-        for uri, doc in members(bmc.session, coll):
-            media = parse(VirtualMediaDoc, doc, uri)
-            if {"CD", "DVD"} & set(media.MediaTypes or []):
-                return uri, media
+    return [(uri, parse(VirtualMediaDoc, doc, uri)) for coll in colls for uri, doc in members(bmc.session, coll)]
+
+
+def _is_cd(media: VirtualMediaDoc) -> bool:
+    return bool({"CD", "DVD"} & set(media.MediaTypes or []))
+
+
+def cd_media(bmc: Bmc) -> tuple[str, VirtualMediaDoc]:
+    for uri, media in all_media(bmc):
+        if _is_cd(media):
+            return uri, media
     raise RedfishError(f"{bmc.session.name} has no virtual CD/DVD drive", hint="check the BMC license/features")
 
 
-def insert_media(bmc: Bmc, image_url: str, timeout: float = 120.0) -> None:
-    uri, media = cd_media(bmc)
+def pick_seed_medium(media: list[tuple[str, VirtualMediaDoc]]) -> tuple[str, VirtualMediaDoc] | None:
+    """Where the install seed goes, beside the installer on the first CD: a removable disk
+    (USBStick / Floppy: the DMTF mockups' ``Floppy1``, iDRAC's ``RemovableDisk``), else a
+    second CD drive. cloud-init finds the ``cidata`` file system on either."""
+    cds = [m for m in media if _is_cd(m[1])]
+    first_cd = cds[0][0] if cds else None
+    removable = [m for m in media if {"USBStick", "Floppy"} & set(m[1].MediaTypes or []) and m[0] != first_cd]
+    return (removable or cds[1:] or [None])[0]
+
+
+def seed_media(bmc: Bmc) -> tuple[str, VirtualMediaDoc]:
+    found = pick_seed_medium(all_media(bmc))
+    if found is None:
+        raise RedfishError(f"{bmc.session.name} has one virtual medium only; the install seed needs a second "
+                           "(a virtual USB stick or a second CD)",
+                           hint="serve the seed as a ds=nocloud URL on the kernel command line instead, "
+                                "or enable the BMC's second virtual medium")
+    return found
+
+
+def _insert(bmc: Bmc, uri: str, media: VirtualMediaDoc, image_url: str, timeout: float) -> None:
     if media.Inserted and media.Image == image_url:
         return
     if media.Inserted:
-        eject_media(bmc)
+        _eject(bmc, uri, media)
     target = ((media.Actions or {}).get("#VirtualMedia.InsertMedia") or {}).get("target")
     if not target:
         raise RedfishError(f"{bmc.session.name}: {uri} has no InsertMedia action")
@@ -167,14 +193,30 @@ def insert_media(bmc: Bmc, image_url: str, timeout: float = 120.0) -> None:
                            f"after inserting {image_url}", hint="check the BMC can reach the image URL")
 
 
-def eject_media(bmc: Bmc) -> None:
-    uri, media = cd_media(bmc)
+def _eject(bmc: Bmc, uri: str, media: VirtualMediaDoc) -> None:
     if not media.Inserted:
         return
     target = ((media.Actions or {}).get("#VirtualMedia.EjectMedia") or {}).get("target")
     if not target:
         raise RedfishError(f"{bmc.session.name}: {uri} has no EjectMedia action")
     action(bmc, target, {}, "eject media")
+
+
+def insert_media(bmc: Bmc, image_url: str, timeout: float = 120.0) -> None:
+    _insert(bmc, *cd_media(bmc), image_url, timeout)
+
+
+def eject_media(bmc: Bmc) -> None:
+    _eject(bmc, *cd_media(bmc))
+
+
+def insert_seed(bmc: Bmc, seed_url: str, timeout: float = 120.0) -> None:
+    """Attach the node's NoCloud seed image as its second virtual medium."""
+    _insert(bmc, *seed_media(bmc), seed_url, timeout)
+
+
+def eject_seed(bmc: Bmc) -> None:
+    _eject(bmc, *seed_media(bmc))
 
 
 # --- did the boot fail? -------------------------------------------------------------------

@@ -132,6 +132,12 @@ class Bmc:
     def eject_media(self) -> None:
         actions.eject_media(self)
 
+    def insert_seed(self, seed_url: str, timeout: float = 120.0) -> None:
+        actions.insert_seed(self, seed_url, timeout)
+
+    def eject_seed(self) -> None:
+        actions.eject_seed(self)
+
     def log_marker(self) -> set[str]:
         """The system log entries present now; pass to :meth:`boot_failure` after a reset."""
         return actions.log_marker(self)

@@ -18,8 +18,9 @@ from .burnin import burn_in
 from .discover import discover
 from .firmware import firmware
 from .gate import gate
+from .install import install
 from .judge import judge
-from .provision import bios, configure, install
+from .provision import bios, configure
 from .reconcile import Row, Target, reconcile_fleet, reconcile_targets
 from .select import Selected, due_for_reburnin, select
 

@@ -1,17 +1,14 @@
-"""Steps of state discovered: ``bios`` (profile applied and read back), ``install`` (OS
-over virtual media, SSH answers with the pinned host key) and ``configure`` (driver,
-CUDA and NCCL pinned and verified with Ansible)."""
+"""Steps of state discovered: ``bios`` (profile applied and read back) and ``configure``
+(driver, CUDA and NCCL pinned and verified with Ansible). ``install`` is in
+:mod:`bringup.stages.install`."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import asdict, is_dataclass
-from pathlib import Path
 from typing import Any
 
 from ..context import Context
-from ..errors import BringupError
 from ..netbox_adapter import NodeRecord
 from ..results import Evidence, StepResult
 
@@ -48,51 +45,6 @@ def bios(ctx: Context, rec: NodeRecord, params: Mapping[str, Any]) -> StepResult
                       fields={"bios_profile": rec.sku.bios_profile},
                       evidence=[Evidence(kind="bios", document=doc, style="success",
                                          summary=f"BIOS profile {rec.sku.bios_profile} applied and read back")])
-
-
-def install(ctx: Context, rec: NodeRecord, params: Mapping[str, Any], ssh_timeout: float | None = None) -> StepResult:
-    """Install the SKU's image over virtual media and wait for SSH with the pinned host key.
-
-    Re-installing wipes a node, so it is never repeated blindly: if NetBox records this
-    image as installed and the node answers SSH with the expected host key, the install
-    is skipped (a rerun after a crash between the install and the next step)."""
-    from ..provision import install_os
-    from ..ssh import expected_host_key, wait_for_ssh
-
-    manifest = manifest_of(rec)
-    if ssh_timeout is None:
-        ssh_timeout = float(getattr(ctx.settings, "install_wait_s", 300.0))
-    port = ctx.settings.ssh_port
-    key = expected_host_key(Path(ctx.settings.ssh_known_hosts), rec.address, port)
-    if rec.custom_fields.get("image_id") == manifest.name and _answers(rec, port, key):
-        return StepResult(node=rec.name, step="install", ok=True, skipped=True,
-                          summary=f"{manifest.name} already on the node; not reinstalled")
-    media_url = ctx.settings.media_url.format(name=manifest.name) if ctx.settings.media_url else manifest.iso.url
-    started = time.time()
-    with ctx.bmc(rec.bmc_address, timeout=30.0) as bmc:
-        result = install_os(bmc, manifest, media_url, wait_timeout=ssh_timeout,
-                            ssh_wait=lambda seconds: wait_for_ssh(rec.address, port, key, seconds, node=rec.name))
-    doc = {"image": manifest.name, "media_url": media_url, "result": dump(result),
-           "started": round(started, 3), "finished": round(time.time(), 3)}
-    if result.boot_failure is not None:
-        reason = f"the BMC reports the boot from {media_url} failed: {result.boot_failure}"
-        return StepResult(node=rec.name, step="install", ok=False, summary="boot from the install media failed",
-                          reasons=[reason], evidence=[Evidence(kind="install", document=doc, style="danger",
-                                                               summary="OS install failed to boot")])
-    return StepResult(node=rec.name, step="install", ok=True,
-                      summary=f"{manifest.name} installed; SSH answers with the pinned host key",
-                      fields={"image_id": manifest.name},
-                      evidence=[Evidence(kind="install", document=doc, style="success",
-                                         summary=f"OS install of {manifest.name} from {media_url}")])
-
-
-def _answers(rec: NodeRecord, port: int, key: str) -> bool:
-    from ..ssh import wait_for_ssh
-    try:
-        wait_for_ssh(rec.address, port, key, 3.0, node=rec.name)
-    except BringupError:
-        return False
-    return True
 
 
 def configure(ctx: Context, rec: NodeRecord, params: Mapping[str, Any]) -> StepResult:

@@ -14,6 +14,7 @@ from bringup.settings import lab_home
 from bringup.sku import load_skus, nic_counts
 from lab.fleet import load_fleet
 
+from .seedserver import SeedServer, seed_folder
 from .server import FleetSimulator
 
 
@@ -25,14 +26,19 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--home", type=Path, default=None, help="lab home (default: $BRINGUP_LAB_HOME)")
     serve.add_argument("--power-delay", type=float, default=1.0, help="seconds a power transition takes")
     serve.add_argument("--latency", type=float, default=0.0, help="seconds added to every response")
+    serve.add_argument("--seed-listen", default="", help="HOST:PORT to serve <home>/seeds (the install seeds) on")
     serve.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         skus = load_skus()
         fleet = load_fleet(args.fleet, nic_counts(skus))
-        sim = FleetSimulator(fleet, skus, args.home or lab_home(), power_delay=args.power_delay,
-                             latency=args.latency)
+        home = args.home or lab_home()
+        sim = FleetSimulator(fleet, skus, home, power_delay=args.power_delay, latency=args.latency)
+        seeds = None
+        if args.seed_listen:
+            host, port = args.seed_listen.rsplit(":", 1)
+            seeds = SeedServer((host, int(port)), seed_folder(home))
     except BringupError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -43,8 +49,13 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     signal.signal(signal.SIGINT, lambda *_: done.set())
     sim.start()
-    print(f"bmcsim: serving {len(sim.servers)} BMCs; CA {sim.ca_bundle}", flush=True)
+    if seeds is not None:
+        seeds.start()
+    print(f"bmcsim: serving {len(sim.servers)} BMCs; CA {sim.ca_bundle}"
+          + (f"; seeds at {seeds.url}" if seeds else ""), flush=True)
     done.wait()
+    if seeds is not None:
+        seeds.stop()
     sim.stop()
     return 0
 

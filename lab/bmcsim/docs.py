@@ -125,10 +125,15 @@ class SystemDocs(_Base):
                 "Attributes": attrs}
 
     def virtual_media(self) -> dict[str, Any]:
-        image = self.state.media_image
-        base = self.vm
+        return self._medium(self.vm, self.state.media_image, "Virtual CD", ["CD", "DVD"])
+
+    def seed_media(self) -> dict[str, Any]:
+        return self._medium(self.seed_vm, self.state.seed_image, "Virtual Removable Media",
+                            list(self.profile.system.seed_media_types))
+
+    def _medium(self, base: str, image: str | None, name: str, types: list[str]) -> dict[str, Any]:
         return {"@odata.id": base, "@odata.type": "#VirtualMedia.v1_6_0.VirtualMedia", "Id": base.rsplit("/", 1)[1],
-                "Name": "Virtual CD", "MediaTypes": ["CD", "DVD"], "Image": image,
+                "Name": name, "MediaTypes": types, "Image": image,
                 "ImageName": image.rsplit("/", 1)[-1] if image else None, "Inserted": image is not None,
                 "WriteProtected": True, "ConnectedVia": "URI" if image else "NotConnected",
                 "TransferProtocolType": "HTTPS" if image and image.startswith("https") else

@@ -52,6 +52,10 @@ class SystemSpec(_Strict):
     boot_mode_writable: bool = True
     virtual_media: Literal["system", "manager"] = "system"
     virtual_media_id: str = "Cd"
+    #: the second virtual medium (where bringup puts a node's NoCloud seed): the DMTF
+    #: mockups' removable-media member ``Floppy1`` with MediaTypes Floppy/USBStick
+    seed_media_id: str = "Floppy1"
+    seed_media_types: list[str] = ["Floppy", "USBStick"]
 
 
 class GpuSpec(_Strict):

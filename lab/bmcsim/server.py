@@ -60,15 +60,24 @@ def load_installer(node: NodeSpec, home: Path):
     try:
         from lab.nodes.install import install_from_media  # type: ignore[import-not-found]
     except ImportError:
-        def absent(image_url: str) -> None:
+        def absent(image_url: str, seed_url: str | None = None) -> None:
             log.warning("%s: OS install from %s requested, but lab.nodes.install is not available",
                         node.name, image_url)
         return absent
 
-    def install(image_url: str) -> dict:
+    def install(image_url: str, seed_url: str | None = None) -> dict:
         # a failure propagates: the BMC state shows it as a failed boot (BootProgress, log)
-        return install_from_media(node, image_url, home)
+        return install_from_media(node, image_url, home, seed_url)
     return install
+
+
+def load_shutdown(node: NodeSpec, home: Path):
+    """What a reset into the installer does to the node's running OS, when the nodes exist."""
+    try:
+        from lab.nodes.install import going_down  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return lambda: going_down(node, home)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -184,7 +193,8 @@ class FleetSimulator:
             if wanted is not None and node.name not in wanted:
                 continue
             state = BmcState(node=node, sku=skus[node.sku], profile=load_profile(node.bmc_vendor),
-                             power_delay=power_delay, installer=load_installer(node, self.home))
+                             power_delay=power_delay, installer=load_installer(node, self.home),
+                             os_down=load_shutdown(node, self.home))
             service = BmcService(state, username, password)
             cert, key = pki.ensure_bmc_cert(self.home / "pki", node.bmc_address)
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -70,9 +70,13 @@ class BmcState:
     profile: VendorProfile = field(default_factory=load_profile)
     power_delay: float = 1.0
     clock: Callable[[], float] = time.monotonic
-    #: called as installer(image_url) when the OS "installs" from virtual media; raises if
-    #: the image does not boot; returns {"installed": False} when the node hangs after it
-    installer: Callable[[str], Any] | None = None
+    #: called as installer(image_url, seed_url) when the OS "installs" from virtual media
+    #: (seed_url: the image in the second medium, or None); raises if the image does not
+    #: boot; returns {"installed": False} when the node hangs after it or at the installer
+    installer: Callable[[str, str | None], Any] | None = None
+    #: called when a reset is about to boot the installer: the running OS goes down at once
+    #: (its sshd must not answer the wait for the new one)
+    os_down: Callable[[], Any] | None = None
     lock: threading.RLock = field(default_factory=threading.RLock)
     power_on: bool = True
     transition_until: float = 0.0
@@ -86,6 +90,8 @@ class BmcState:
     #: images the system tried to boot in Legacy mode (the install images are UEFI-only)
     legacy_boots: list[str] = field(default_factory=list)
     media_image: str | None = None
+    #: the image in the second virtual medium (a removable disk: the install seed)
+    seed_image: str | None = None
     bios: dict[str, Any] = field(default_factory=dict)
     bios_pending: dict[str, Any] = field(default_factory=dict)
     posts_since_staged: int = 0
@@ -130,6 +136,18 @@ class BmcState:
                     "running": "OSRunning"}.get(self.os_state, "SystemHardwareInitializationComplete")
 
     def reset(self, reset_type: str) -> None:
+        with self.lock:
+            target = self.boot_pending.get("BootSourceOverrideTarget", self.boot_target)
+            enabled = self.boot_pending.get("BootSourceOverrideEnabled", self.boot_enabled)
+            installer_next = self.media_image is not None and target == "Cd" and enabled in {"Once", "Continuous"}
+            self._reset(reset_type)
+            going_down = installer_next and self.os_state == "running" and reset_type not in {"Nmi", "On", "ForceOn"}
+            if going_down:
+                self.os_state = "none"
+        if going_down and self.os_down is not None:
+            self.os_down()
+
+    def _reset(self, reset_type: str) -> None:
         with self.lock:
             was_on = self.power_on
             if reset_type in OFF_RESETS - {"PushPowerButton"} or (reset_type == "PushPowerButton" and was_on):
@@ -213,15 +231,15 @@ class BmcState:
                 self._boot_failed(f"{self.profile.boot_failure_message} (virtual media {image})")
             else:
                 self.os_state = "installing"
-                threading.Thread(target=self._install, args=(image,), daemon=True,
+                threading.Thread(target=self._install, args=(image, self.seed_image), daemon=True,
                                  name=f"install-{self.node.name}").start()
         if self.boot_enabled == "Once":
             self.boot_enabled = "Disabled"
             self.boot_target = "None"
 
-    def _install(self, image: str) -> None:
+    def _install(self, image: str, seed: str | None = None) -> None:
         try:
-            result = self.installer(image) if self.installer is not None else None
+            result = self.installer(image, seed) if self.installer is not None else None
         except Exception as exc:  # noqa: BLE001 - whatever the install raised, the host did not boot
             log.warning("%s: boot from %s failed: %s", self.node.name, image, exc)
             with self.lock:

@@ -134,8 +134,10 @@ class Tree(SystemDocs, ChassisDocs):
             self._add(f"{sys}/{p.system.settings_object}", self.system_settings)
         vm = f"{self.sys if p.system.virtual_media == 'system' else self.mgr}/VirtualMedia"
         self.vm = f"{vm}/{p.system.virtual_media_id}"
-        self._coll(vm, "VirtualMedia", "Virtual Media", [self.vm])
+        self.seed_vm = f"{vm}/{p.system.seed_media_id}"
+        self._coll(vm, "VirtualMedia", "Virtual Media", [self.vm, self.seed_vm])
         self._add(self.vm, self.virtual_media)
+        self._add(self.seed_vm, self.seed_media)
         self._coll(f"{sys}/LogServices", "LogService", "Log Services", [f"{sys}/LogServices/EventLog"])
         self._add(f"{sys}/LogServices/EventLog", self.log_service)
         self._add(f"{sys}/LogServices/EventLog/Entries", lambda: collection(

@@ -49,26 +49,32 @@ def post(svc: BmcService, path: str, body: Any) -> Reply:
             return _error(400, "ActionParameterNotSupported", f"ResetType {rt!r} is not one of {RESET_TYPES}.")
         st.reset(rt)
         return _reply(204)
-    if path == f"{tree.vm}/Actions/VirtualMedia.InsertMedia":
-        image = body.get("Image")
-        if not isinstance(image, str) or not image:
-            return _error(400, "ActionParameterMissing", "InsertMedia needs an Image URI.")
-        if st.media_image is not None:
-            return _error(409, "ResourceInUse", "Media is already inserted; eject it first.")
-
-        def mount() -> None:
-            st.media_image = image
-        task = st.start_task("Insert virtual media", INSERT_MEDIA_SECONDS, mount)
-        if svc.profile.task_location == "task":
-            return _reply(202, tree.task(task.id), {"Location": f"{R}/TaskService/Tasks/{task.id}"})
-        return _reply(202, tree.task(task.id), {"Location": f"{R}/TaskService/TaskMonitors/{task.id}",
-                                                "Retry-After": "1"})
-    if path == f"{tree.vm}/Actions/VirtualMedia.EjectMedia":
-        st.media_image = None
-        return _reply(204)
+    for medium, attr in ((tree.vm, "media_image"), (tree.seed_vm, "seed_image")):
+        if path == f"{medium}/Actions/VirtualMedia.InsertMedia":
+            return _insert(svc, attr, body)
+        if path == f"{medium}/Actions/VirtualMedia.EjectMedia":
+            setattr(st, attr, None)
+            return _reply(204)
     if path == update.SIMPLE_UPDATE:
         return update.simple_update(svc, body)
     return _error(404, "ResourceNotFound", f"There is no action at {path}.")
+
+
+def _insert(svc: BmcService, attr: str, body: dict[str, Any]) -> Reply:
+    st, tree = svc.state, svc.tree
+    image = body.get("Image")
+    if not isinstance(image, str) or not image:
+        return _error(400, "ActionParameterMissing", "InsertMedia needs an Image URI.")
+    if getattr(st, attr) is not None:
+        return _error(409, "ResourceInUse", "Media is already inserted; eject it first.")
+
+    def mount() -> None:
+        setattr(st, attr, image)
+    task = st.start_task("Insert virtual media", INSERT_MEDIA_SECONDS, mount)
+    if svc.profile.task_location == "task":
+        return _reply(202, tree.task(task.id), {"Location": f"{R}/TaskService/Tasks/{task.id}"})
+    return _reply(202, tree.task(task.id), {"Location": f"{R}/TaskService/TaskMonitors/{task.id}",
+                                            "Retry-After": "1"})
 
 
 def _boot_values(boot: dict[str, Any], target: str, enabled: str) -> tuple[str, str] | None:

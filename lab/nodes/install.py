@@ -1,13 +1,19 @@
 """What installing the OS from virtual media does to a simulated node.
 
 The BMC simulator calls :func:`install_from_media` when a reset boots a node from its
-virtual CD. We look up the image manifest served at that URL and write what a finished
-autoinstall would leave on the node's root folder: a dpkg database holding the pinned
-packages (held, as ``apt-mark hold`` leaves them), the loaded driver's
-``/proc/driver/nvidia/version``, nccl-tests' VERSION and ``/etc/bringup/image.yaml``.
-Faults change what gets installed (``driver_drift``, ``nccl_drift``) or whether the
-node ever comes back (``never_returns``). Then the node's sshd is (re)started, with the
-node's environment from the GPU stand-in profile.
+virtual CD, with the URL of the second medium if one is inserted: the node's NoCloud
+seed. As subiquity would, the node fetches the seed image, reads ``user-data`` from its
+``cidata`` file system and checks it (:func:`bringup.seed.parse_seed`, subiquity's schema
+and what bringup needs); without a seed, or with one it cannot use, it stays *at the
+installer* (no sshd; ``state.json`` says why), as a real server would. A good seed is
+applied: the packages at the versions it pins (of the image it names), the host key it
+carries, the keys it authorizes, and ``/etc/bringup/image.yaml`` as it writes it. The
+lab writes that into the node's root folder: a dpkg database holding the pinned packages
+(held, as ``apt-mark hold`` leaves them), the loaded driver's
+``/proc/driver/nvidia/version``, nccl-tests' VERSION. Faults change what gets installed
+(``driver_drift``, ``nccl_drift``) or whether the node ever comes back
+(``never_returns``). Then the node's sshd is (re)started, with the node's environment
+from the GPU stand-in profile.
 """
 
 from __future__ import annotations
@@ -18,12 +24,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from bringup.errors import ConfigError, LabError
-from bringup.image import IMAGES_DIR, ImageManifest, manifest_for_url
+from bringup.image import IMAGES_DIR, ImageManifest, load_manifest, manifest_for_url
+from bringup.seed import IMAGE_RECORD, Seed, parse_seed
 from bringup.sku import load_skus
 from lab.fleet import FaultKind, NodeSpec
 
-from .sshd import NodeDir, host_public_key, port_open, sshd_pid, start_sshd, stop_sshd, write_known_hosts
+from .seedmedia import read_seed
+from .sshd import NodeDir, install_host_key, port_open, sshd_pid, start_sshd, stop_sshd
 
 
 def installed_versions(node: NodeSpec, m: ImageManifest) -> dict[str, Any]:
@@ -50,12 +60,16 @@ def _apt_version(pin_version: str, manifest_value: str, actual: str) -> str:
     return epoch + actual + bare[len(manifest_value):]
 
 
-def dpkg_status(m: ImageManifest, versions: dict[str, Any]) -> str:
-    """A dpkg ``status`` database with the image's pinned packages, all on hold."""
+def dpkg_status(m: ImageManifest, versions: dict[str, Any], pins: dict[str, str] | None = None) -> str:
+    """A dpkg ``status`` database with the pinned packages (the seed's, else the image's), on hold."""
     stanzas = []
     wanted = m.packages.model_dump()
-    for pkg, pin in sorted(m.apt.pins.items()):
-        version = _apt_version(pin.version, wanted[pin.component], str(versions[pin.component]))
+    pins = pins if pins is not None else {p: pin.version for p, pin in m.apt.pins.items()}
+    for pkg, pinned in sorted(pins.items()):
+        pin = m.apt.pins.get(pkg)
+        # a package of the image's components may drift (faults); any other is as pinned
+        version = (_apt_version(pinned, wanted[pin.component], str(versions[pin.component]))
+                   if pin is not None and pinned == pin.version else pinned)
         stanzas.append("\n".join([
             f"Package: {pkg}",
             "Status: hold ok installed",
@@ -69,10 +83,11 @@ def dpkg_status(m: ImageManifest, versions: dict[str, Any]) -> str:
     return "\n\n".join(stanzas) + "\n"
 
 
-def write_root(root: Path, m: ImageManifest, versions: dict[str, Any]) -> None:
+def write_root(root: Path, m: ImageManifest, versions: dict[str, Any], seed: Seed | None = None,
+               record: str | None = None) -> None:
     dpkg = root / "var/lib/dpkg"
     dpkg.mkdir(parents=True, exist_ok=True)
-    (dpkg / "status").write_text(dpkg_status(m, versions))
+    (dpkg / "status").write_text(dpkg_status(m, versions, seed.pins if seed else None))
     nv = root / "proc/driver/nvidia"
     nv.mkdir(parents=True, exist_ok=True)
     # the first line as the open kernel module prints it
@@ -85,7 +100,7 @@ def write_root(root: Path, m: ImageManifest, versions: dict[str, Any]) -> None:
     (tests / "VERSION").write_text(f"{versions['nccl_tests']}\n")
     etc = root / "etc/bringup"
     etc.mkdir(parents=True, exist_ok=True)
-    (etc / "image.yaml").write_text(f"image: {m.name}\n")
+    (etc / "image.yaml").write_text(record if record is not None else f"image: {m.name}\n")
     for d in ("etc/sysctl.d", "etc/apt/preferences.d", "etc/modprobe.d", "etc/systemd/system"):
         (root / d).mkdir(parents=True, exist_ok=True)
     (root / "etc/modules-load.d").mkdir(parents=True, exist_ok=True)
@@ -109,27 +124,68 @@ def node_env(node: NodeSpec, versions: dict[str, Any], root: Path) -> dict[str, 
     return env
 
 
-def install_from_media(node: NodeSpec, image_url: str, home: Path, images_dir: Path = IMAGES_DIR) -> dict:
-    """Install the image served at ``image_url`` on ``node`` and boot it. Returns the
-    node's state. With fault ``never_returns`` the node stays down after the install."""
+def install_from_media(node: NodeSpec, image_url: str, home: Path, seed_url: str | None = None,
+                       images_dir: Path = IMAGES_DIR) -> dict:
+    """Boot ``node`` from the installer at ``image_url`` with the seed at ``seed_url`` (the
+    second virtual medium). Returns the node's state: installed and up; hung after the
+    install (fault ``never_returns``); or at the installer (no seed, or a bad one)."""
     try:
-        manifest = manifest_for_url(image_url, images_dir)
+        manifest_for_url(image_url, images_dir)
     except ConfigError as exc:  # an unknown ISO does not boot: the node stays as it was
         raise LabError(f"node {node.name} cannot boot {image_url}: {exc}") from None
+    if not seed_url:
+        return at_installer(node, home, image_url, "no autoinstall seed: the installer waits for "
+                                                   "answers at its first question")
+    try:
+        files = read_seed(seed_url, NodeDir(home, node.name).dir / "seed")
+        seed = parse_seed(files.get("user-data", ""), f"{seed_url}!user-data")
+        manifest = load_manifest(seed.image, images_dir)
+    except (LabError, ConfigError) as exc:  # SeedInvalid included
+        return at_installer(node, home, image_url, str(exc), seed_url)
+    return install_from_seed(node, seed, files["user-data"], home, image_url, manifest)
+
+
+def going_down(node: NodeSpec, home: Path) -> None:
+    """A reset into the installer: the running OS is gone at once (no sshd answers, and the
+    node supervisor must not bring it back while the installer runs)."""
+    nd = NodeDir(home, node.name)
+    state = nd.read_state()
+    if state.get("installed"):
+        nd.state.write_text(json.dumps({**state, "installed": False, "boot": "rebooting into the installer"},
+                                       indent=2, sort_keys=True))
+    stop_sshd(home, node.name)
+
+
+def at_installer(node: NodeSpec, home: Path, image_url: str, reason: str, seed_url: str | None = None) -> dict:
+    """The node booted the installer, which stopped: no SSH, and the state says why."""
+    nd = NodeDir(home, node.name)
+    nd.dir.mkdir(parents=True, exist_ok=True)
+    stop_sshd(home, node.name)  # the reset took the old OS down
+    state = {"name": node.name, "installed": False, "image_url": image_url, "seed_url": seed_url,
+             "boot": f"at the installer: {reason}"}
+    nd.state.write_text(json.dumps(state, indent=2, sort_keys=True))
+    return state
+
+
+def install_from_seed(node: NodeSpec, seed: Seed, user_data: str, home: Path, image_url: str,
+                      manifest: ImageManifest) -> dict:
+    """Apply a parsed seed to the node and boot it (what subiquity + cloud-init leave)."""
     nd = NodeDir(home, node.name)
     nd.dir.mkdir(parents=True, exist_ok=True)
     # first say "installing", so the supervisor does not restart the old sshd meanwhile
     nd.state.write_text(json.dumps({"name": node.name, "installed": False, "boot": "installing",
                                     "image_url": image_url}))
-    stop_sshd(home, node.name)  # the reset took the old OS down
+    stop_sshd(home, node.name)
     nd.root.mkdir(parents=True, exist_ok=True)
     versions = installed_versions(node, manifest)
-    write_root(nd.root, manifest, versions)
+    cloud = (yaml.safe_load(user_data) or {})["autoinstall"]["user-data"]
+    record = next(f.get("content", "") for f in cloud["write_files"] if f.get("path") == IMAGE_RECORD)
+    write_root(nd.root, manifest, versions, seed, record)
     # the image ships kubeadm, as a real node image does, for the join playbook
     from lab.kubeapi import install_kubeadm
     install_kubeadm(nd.root)
-    host_public_key(home, node)
-    write_known_hosts(home, [node])
+    install_host_key(home, node, seed.host_private, seed.host_public)
+    (nd.dir / "authorized_keys").write_text("".join(k.strip() + "\n" for k in seed.authorized_keys))
     nd.env_file.write_text(json.dumps(node_env(node, versions, nd.root), indent=2, sort_keys=True))
     never = node.has_fault(FaultKind.NEVER_RETURNS)
     state = {"name": node.name, "installed": not never, "image": manifest.name, "image_url": image_url,
@@ -139,6 +195,19 @@ def install_from_media(node: NodeSpec, image_url: str, home: Path, images_dir: P
     if not never:
         start_sshd(home, node)
     return state
+
+
+def preinstall(node: NodeSpec, home: Path, manifest: ImageManifest) -> dict:
+    """A node installed before the test or demo starts, the way bringup would install it:
+    a fresh host key in its seed, pinned in the lab's known_hosts (tests without NetBox)."""
+    from bringup import hostkeys, seed
+    from lab.nodes.sshd import client_key, known_hosts_path
+    key = hostkeys.generate(f"root@{node.name}")
+    client_pub = " ".join(Path(str(client_key(home)) + ".pub").read_text().split()[:3])
+    files = seed.render(manifest, hostname=node.name, host_key=key, authorized_keys=[client_pub])
+    hostkeys.pin(known_hosts_path(home), node.address, node.ssh_port, key.pinned)
+    return install_from_seed(node, parse_seed(files["user-data"]), files["user-data"], home,
+                             manifest.iso.url, manifest)
 
 
 def node_status(home: Path, name: str) -> dict:

@@ -1,6 +1,6 @@
 """The node supervisor: ``python -m lab.nodes serve --fleet FILE --home LAB_HOME``.
 
-It prepares every node's keys (and the expected ``secrets/known_hosts``), starts the sshd
+It prepares the lab's client key, starts the sshd
 of each node that has an OS installed, restarts one that died, and plays the
 ``ssh_drop`` fault: a few seconds after the burn-in agent starts on such a node, the
 node's sshd and all its sessions are killed (like a link flap or a kernel panic), then
@@ -27,7 +27,6 @@ from .sshd import (
     sshd_pid,
     start_sshd,
     stop_sshd,
-    write_known_hosts,
 )
 
 log = logging.getLogger("lab.nodes")
@@ -53,8 +52,8 @@ class NodeSupervisor:
         self._dropped: set[int] = set()
 
     def prepare(self) -> None:
+        # the controller's known_hosts is bringup's: it pins the keys it put in the nodes' seeds
         client_key(self.home)
-        write_known_hosts(self.home, self.fleet.nodes)
 
     def installed(self, node: NodeSpec) -> bool:
         return bool(NodeDir(self.home, node.name).read_state().get("installed"))

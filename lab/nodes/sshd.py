@@ -1,8 +1,8 @@
 """One real OpenSSH sshd per simulated node: keys, config, start, stop.
 
-Each node's sshd listens on ``node.address:node.ssh_port`` with its own host key
-(``<home>/nodes/<name>/ssh_host_ed25519_key``), accepts only the lab client key
-(``<home>/secrets/id_ed25519.pub``) and only the user running the lab, and hands every
+Each node's sshd listens on ``node.address:node.ssh_port`` with the host key its install
+seed gave it (``<home>/nodes/<name>/ssh_host_ed25519_key``), accepts only the keys the
+seed authorized (``<home>/nodes/<name>/authorized_keys``) and only the user running the lab, and hands every
 session the node's environment through ``SetEnv`` (OpenSSH >= 8.7), so the tool
 stand-ins, the NVML stand-in and ``BRINGUP_SYSROOT`` reach Ansible's commands with no
 ForceCommand or wrapper. The sshd is a daemon with a pid file: it outlives whoever
@@ -19,7 +19,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -122,44 +121,29 @@ def _keygen(path: Path, comment: str) -> None:
 
 
 def host_public_key(home: Path, node: NodeSpec) -> str:
-    """``ssh-ed25519 AAAA...`` of the node, generating its host key on first use."""
-    nd = NodeDir(home, node.name)
-    if not nd.host_key.exists():
-        _keygen(nd.host_key, f"root@{node.name}")
-    parts = Path(str(nd.host_key) + ".pub").read_text().split()
+    """``ssh-ed25519 AAAA...`` of the node: the key its install seed gave it (never one the
+    lab makes up; a node that was not installed from a seed has none)."""
+    pub = Path(str(NodeDir(home, node.name).host_key) + ".pub")
+    try:
+        parts = pub.read_text().split()
+    except FileNotFoundError:
+        raise LabError(f"node {node.name} has no SSH host key: it was never installed from a seed",
+                       hint="install it through its BMC (bringup provision) or lab.nodes.install.preinstall") from None
     return f"{parts[0]} {parts[1]}"
 
 
-def known_hosts_entry(node: NodeSpec, public_key: str) -> str:
-    host = node.address if node.ssh_port == 22 else f"[{node.address}]:{node.ssh_port}"
-    return f"{host} {public_key}"
+def install_host_key(home: Path, node: NodeSpec, private: str, public: str) -> None:
+    """Make the seed's key pair the node's sshd host key (as cloud-init's ssh_keys does)."""
+    nd = NodeDir(home, node.name)
+    nd.dir.mkdir(parents=True, exist_ok=True)
+    write_private(nd.host_key, private.encode())
+    Path(str(nd.host_key) + ".pub").write_text(public.strip() + "\n")
 
 
-_known_hosts_lock = threading.Lock()
-
-
-def write_known_hosts(home: Path, nodes: list[NodeSpec]) -> Path:
-    """Put every node's expected host key in ``secrets/known_hosts`` (the lab's stand-in
-    for host keys a site pre-generates and injects at install time). Entries of other
-    hosts already in the file are kept.
-
-    Installs run side by side while Ansible and paramiko read the file for other nodes:
-    it is replaced atomically (a reader never sees it half written: seen as "Host key
-    verification failed" on a node being configured), under a lock (two installs never
-    drop each other's entries), and left alone when nothing changes."""
-    path = known_hosts_path(home)
-    ours = {known_hosts_entry(n, host_public_key(home, n)) for n in nodes}
-    hosts = {line.split()[0] for line in ours}
-    with _known_hosts_lock, open(path.with_name(path.name + ".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # installs in other processes too
-        old = path.read_text() if path.exists() else ""
-        kept = [ln for ln in old.splitlines() if ln.strip() and ln.split()[0] not in hosts]
-        text = "\n".join(kept + sorted(ours)) + "\n"
-        if text != old:
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-            write_private(tmp, text.encode())
-            os.replace(tmp, path)
-    return path
+def authorized_keys_file(home: Path, node: NodeSpec) -> Path:
+    """The seed's authorized keys of the node; the lab's client key for nodes installed before seeds."""
+    own = NodeDir(home, node.name).dir / "authorized_keys"
+    return own if own.exists() else secrets_dir(home) / "id_ed25519.pub"
 
 
 def _quote(name: str, value: str) -> str:
@@ -175,7 +159,7 @@ def render_config(home: Path, node: NodeSpec, env: dict[str, str]) -> str:
         f"ListenAddress {node.address}:{node.ssh_port}",
         f"HostKey {nd.host_key}",
         f"PidFile {nd.pidfile}",
-        f"AuthorizedKeysFile {secrets_dir(home) / 'id_ed25519.pub'}",
+        f"AuthorizedKeysFile {authorized_keys_file(home, node)}",
         f"AllowUsers {getpass.getuser()}",
         "PermitRootLogin prohibit-password",
         "PubkeyAuthentication yes",
@@ -270,11 +254,11 @@ def start_sshd(home: Path, node: NodeSpec, timeout: float = 10.0) -> int:
         if pid:
             return pid
         client_key(home)
-        host_public_key(home, node)
         _privsep_dir()
         if port_open(node.address, node.ssh_port, timeout=0.2):
             raise LabError(f"{node.address}:{node.ssh_port} of node {node.name} is taken by another process",
                            hint=f"find it with `ss -ltnp | grep {node.address}:{node.ssh_port}` and stop it")
+        host_public_key(home, node)  # the key its seed gave it
         nd.config.write_text(render_config(home, node, nd.read_env()))
         nd.pidfile.unlink(missing_ok=True)
         log_size = nd.log.stat().st_size if nd.log.exists() else 0

@@ -19,6 +19,7 @@ from lab.seed import seed
 REPO = Path(__file__).resolve().parents[2]
 FLEET = REPO / "tests" / "fixtures" / "fleets" / "flow8.yaml"
 KUBE_LISTEN = "127.0.0.1:56453"
+SEED_LISTEN = "127.0.0.1:58092"
 
 
 @pytest.fixture(scope="session")
@@ -27,7 +28,7 @@ def flow_fleet():
 
 
 def start_fleet_lab(home: Path, fleet, fleet_path: Path, kube_listen: str, *, netbox_url: str,
-                    netbox_token_file: Path, prefect_api_url: str, **extra):
+                    netbox_token_file: Path, prefect_api_url: str, seed_listen: str, **extra):
     """Start the simulators (BMCs, nodes, Kubernetes API) of one fleet under ``home`` and
     write its settings file. Returns (settings path, stop function)."""
     from lab import procs
@@ -44,6 +45,8 @@ def start_fleet_lab(home: Path, fleet, fleet_path: Path, kube_listen: str, *, ne
         argv = [sys.executable, "-m", f"lab.{svc.module}", "serve", "--fleet", str(fleet_path), "--home", str(home)]
         if svc.module == "kubeapi":
             argv += ["--listen", kube_listen]
+        if svc.module == "bmcsim":
+            argv += ["--seed-listen", seed_listen]
         procs.start(svc.name, argv, run_dir=run, log_dir=logs, cwd=REPO)
         started.append(svc.name)
     host, port = kube_listen.split(":")
@@ -51,7 +54,7 @@ def start_fleet_lab(home: Path, fleet, fleet_path: Path, kube_listen: str, *, ne
                      timeout=60, what="BMC simulator", log=logs / "bmcsim.log")
     procs.wait_until(lambda: procs.port_open(host, int(port)) and (home / "kube" / "kubeconfig").exists(),
                      timeout=60, what="Kubernetes API stand-in", log=logs / "kubeapi.log")
-    procs.wait_until(lambda: (home / "secrets" / "known_hosts").exists(), timeout=60, what="simulated nodes",
+    procs.wait_until(lambda: (home / "secrets" / "id_ed25519.pub").exists(), timeout=60, what="simulated nodes",
                      log=logs / "nodes.log")
     settings = {
         "site": fleet.site,
@@ -66,6 +69,8 @@ def start_fleet_lab(home: Path, fleet, fleet_path: Path, kube_listen: str, *, ne
         "ssh_known_hosts": str(home / "secrets" / "known_hosts"),
         "kubeconfig": str(home / "kube" / "kubeconfig"),
         "image": "ubuntu-2404-cuda128",
+        "seed_dir": str(home / "seeds"),
+        "seed_url": f"http://{seed_listen}/{{node}}.iso",
         **extra,
     }
     path = home / "config.yaml"
@@ -77,7 +82,8 @@ def start_fleet_lab(home: Path, fleet, fleet_path: Path, kube_listen: str, *, ne
 def flow_lab(tmp_path_factory, flow_fleet, netbox_server, prefect_server, lab_paths):
     """Start the simulators for flow8.yaml under a private home; yield the settings path."""
     home = tmp_path_factory.mktemp("flowlab")
-    path, stop = start_fleet_lab(home, flow_fleet, FLEET, KUBE_LISTEN, netbox_url=netbox_server.url(58081),
+    path, stop = start_fleet_lab(home, flow_fleet, FLEET, KUBE_LISTEN, seed_listen=SEED_LISTEN,
+                                 netbox_url=netbox_server.url(58081),
                                  netbox_token_file=lab_paths.secrets / "netbox-token",
                                  prefect_api_url=prefect_server.api_url)
     yield path
@@ -128,6 +134,7 @@ def reseeded(flow_env, flow_fleet, postgres, netbox_url, netbox_token):
 # --- the fault suite's fleet (tests/integration/faults) ----------------------------------------
 FAULT_FLEET = REPO / "tests" / "fixtures" / "fleets" / "faults.yaml"
 FAULT_KUBE_LISTEN = "127.0.0.1:56455"
+FAULT_SEED_LISTEN = "127.0.0.1:58093"
 
 
 @pytest.fixture(scope="session")
@@ -141,7 +148,7 @@ def fault_lab(tmp_path_factory, fault_fleet, seeded, netbox_server, prefect_serv
     (after flow8, so neither seeding wipes the other); yields the settings path."""
     seed(seeded, fault_fleet, load_skus())
     home = tmp_path_factory.mktemp("faultlab")
-    path, stop = start_fleet_lab(home, fault_fleet, FAULT_FLEET, FAULT_KUBE_LISTEN,
+    path, stop = start_fleet_lab(home, fault_fleet, FAULT_FLEET, FAULT_KUBE_LISTEN, seed_listen=FAULT_SEED_LISTEN,
                                  netbox_url=netbox_server.url(58081),
                                  netbox_token_file=lab_paths.secrets / "netbox-token",
                                  prefect_api_url=prefect_server.api_url,

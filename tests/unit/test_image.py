@@ -162,3 +162,13 @@ def test_cli_render_writes_the_seed(tmp_path):
     doc = yaml.safe_load((tmp_path / "user-data").read_text())
     assert doc["autoinstall"]["version"] == 1
     assert (tmp_path / "meta-data").exists()
+
+
+def test_cli_seed_shows_a_validated_seed_without_the_private_key():
+    from bringup_cli import app
+    res = CliRunner().invoke(app, ["image", "seed", "ubuntu-2404-cuda128", "--node", "gpu-r01-n01"])
+    assert res.exit_code == 0, res.output
+    assert "PRIVATE KEY" not in res.output and "<redacted" in res.output
+    doc = yaml.safe_load(res.output)
+    assert doc["autoinstall"]["user-data"]["hostname"] == "gpu-r01-n01"
+    assert "# instance-id: gpu-r01-n01-" in res.output

@@ -17,8 +17,8 @@ from bringup.fabric.runner import GroupNode
 from bringup.image import load_manifest
 from bringup.sku import load_skus, nic_counts
 from lab.fleet import FleetProfile, loads_fleet
-from lab.nodes.install import install_from_media
-from lab.nodes.sshd import client_key, known_hosts_path, stop_sshd, write_known_hosts
+from lab.nodes.install import preinstall
+from lab.nodes.sshd import client_key, known_hosts_path, stop_sshd
 
 #: the fabric lab: two healthy nodes, one with a degraded rail and a flapping port, a bad
 #: cable between c1 and c2, a slow node whose third NIC sits on the other socket
@@ -57,10 +57,9 @@ def make_fabric_lab(tmp: Path, second_octet: int) -> FabricLab:
     fleet = loads_fleet("\n".join(lines) + "\n", nic_counts(load_skus()))
     home = tmp / "home"
     client_key(home)
-    write_known_hosts(home, fleet.nodes)
     manifest = load_manifest("ubuntu-2404-cuda128")
-    for n in fleet.nodes:
-        install_from_media(n, manifest.iso.url, home)
+    for n in fleet.nodes:  # as bringup installs them: a seed with a fresh host key, pinned in known_hosts
+        preinstall(n, home, manifest)
     access = SshAccess(getpass.getuser(), home / "secrets" / "id_ed25519", known_hosts_path(home))
     # the nodes share this machine: the key and known_hosts OpenMPI's ssh uses on the
     # launching node are the lab's own files

@@ -84,7 +84,8 @@ def test_a_private_key_of_mode_0644_holds_the_node_before_ansible_and_fails_the_
     finally:
         key.chmod(mode)
         runtime.forget()
-    # discovered, BIOS applied and OS installed; held at configure, whose Ansible never ran
-    _assert_held(seeded, flow_env, [KEY_NODE], "discovered", "configure:", "0644")
+    # discovered and BIOS applied; held at install, which needs the key to read the node and
+    # to authorize it in the seed, before anything on the node was touched
+    _assert_held(seeded, flow_env, [KEY_NODE], "discovered", "install:", "0644")
     rec = _records(seeded, [KEY_NODE])[KEY_NODE]
     assert not any("Configuration failed" in e["comments"] for e in seeded.journal_entries(rec.id))

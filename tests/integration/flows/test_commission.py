@@ -260,3 +260,28 @@ def test_report_cost_and_metrics_commands_read_this_fleet_from_netbox(seeded, fl
     active = {s.labels["node"] for s in fams["bringup_node_stage"].samples
               if s.labels["stage"] == "active" and s.value == 1}
     assert active == HEALTHY
+
+
+def test_force_reinstalls_an_admitted_node_only_after_draining_it(seeded, flow_env):
+    """``force`` on a serving node: drained first, then the install step reinstalls it (the
+    node said it already ran the image) with a new host key, and it is admitted again."""
+    from bringup.evidence import EvidenceStore
+    node = "ft-r02-n02"
+    if _stages(seeded)[node].stage != "active":
+        _run_commission(nodes=[node])
+    rec = _stages(seeded)[node]
+    assert rec.stage == "active", rec.stage
+    key_before = rec.custom_fields["ssh_host_key"]
+    seen = {(e["created"], e["comments"]) for e in seeded.journal_entries(rec.id)}
+    rows = _run_commission(nodes=[node], force=True, batches=0)
+    assert [r["verdict"] for r in rows if r["node"] == node] == ["admitted"], rows
+    texts = [e["comments"] for e in sorted(seeded.journal_entries(rec.id), key=lambda e: e["created"])
+             if (e["created"], e["comments"]) not in seen]
+    drained = next(i for i, t in enumerate(texts) if "Forced rerun: drained first" in t)
+    installed = next(i for i, t in enumerate(texts) if "OS install of" in t)
+    assert drained < installed, texts[:installed + 1]
+    after = _stages(seeded)[node]
+    assert after.stage == "active" and after.custom_fields["ssh_host_key"] != key_before
+    doc = EvidenceStore(seeded).get(node, after.custom_fields, "install")
+    assert doc["forced"] is True and doc["before"]["image"] == "ubuntu-2404-cuda128"
+    assert "PRIVATE KEY" not in doc["seed"]["user-data"]

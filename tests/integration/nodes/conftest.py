@@ -14,8 +14,8 @@ from bringup.ansible import SshAccess
 from bringup.image import ImageManifest, load_manifest
 from bringup.sku import load_skus, nic_counts
 from lab.fleet import FleetProfile, loads_fleet
-from lab.nodes.install import install_from_media
-from lab.nodes.sshd import client_key, known_hosts_path, stop_sshd, write_known_hosts
+from lab.nodes.install import preinstall
+from lab.nodes.sshd import client_key, known_hosts_path, stop_sshd
 
 
 def fleet_text(second_octet: int, nodes: list[tuple[str, str]]) -> str:
@@ -51,10 +51,9 @@ def make_lab(tmp: Path, second_octet: int, nodes: list[tuple[str, str]], install
     fleet = loads_fleet(text, nic_counts(load_skus()))
     manifest = load_manifest("ubuntu-2404-cuda128")
     client_key(home)
-    write_known_hosts(home, fleet.nodes)
-    if install:
+    if install:  # as bringup installs them: a seed with a fresh host key, pinned in known_hosts
         for n in fleet.nodes:
-            install_from_media(n, manifest.iso.url, home)
+            preinstall(n, home, manifest)
     access = SshAccess(getpass.getuser(), home / "secrets" / "id_ed25519", known_hosts_path(home))
     return NodeLab(home, fleet, manifest, access, fleet_file)
 

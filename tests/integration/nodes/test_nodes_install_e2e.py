@@ -1,6 +1,7 @@
 """The whole provisioning path on simulated hardware: BIOS profile and OS install through
-the real Redfish client against the BMC simulator, the node booting its real sshd, the
-pinned host key, then pin.yml over Ansible."""
+the real Redfish client against the BMC simulator, the installer ISO plus the node's
+NoCloud seed (a real ``cidata`` ISO served over HTTP), the node booting its real sshd
+with the host key bringup put in the seed, then pin.yml over Ansible."""
 
 from __future__ import annotations
 
@@ -9,27 +10,34 @@ import functools
 import pytest
 import yaml
 
-from bringup.errors import SSHError
+from bringup import hostkeys, seed, seediso
+from bringup.errors import HostKeyMismatch, SSHError
+from bringup.nodeimage import read_installed
 from bringup.provision import apply_bios_profile, install_os, pin_versions
 from bringup.redfish import Credentials, connect
 from bringup.sku import load_skus
-from bringup.ssh import expected_host_key, wait_for_ssh
+from bringup.ssh import wait_for_ssh
 from lab.nodes.install import node_status
+from lab.nodes.sshd import NodeDir
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
 def sim_lab(lab_factory):
+    from lab.bmcsim.seedserver import SeedServer, seed_folder
     from lab.bmcsim.server import FleetSimulator
     lab = lab_factory(87, [("fresh", "[]"), ("hung", "[{kind: never_returns}]"),
                            ("stuck", "[{kind: bios_not_applied, attribute: IommuSupport}]")], install=False)
     sim = FleetSimulator(lab.fleet, load_skus(), lab.home, power_delay=0.1).start()
+    seeds = SeedServer(("127.0.0.1", 0), seed_folder(lab.home)).start()
     creds = yaml.safe_load((lab.home / "secrets" / "bmc.yaml").read_text())["default"]
     lab.creds = Credentials(creds["username"], creds["password"])
     lab.ca = str(sim.ca_bundle)
     lab.sim = sim
+    lab.seeds = seeds
     yield lab
+    seeds.stop()
     sim.stop()
 
 
@@ -38,27 +46,77 @@ def bmc_of(lab, name):
     return connect(n.bmc_address, lab.creds, port=n.bmc_port, ca_bundle=lab.ca)
 
 
-def waiter(lab, name, timeout):
+def make_seed(lab, name, *, drop: tuple[str, ...] = ()) -> tuple[hostkeys.HostKey, str]:
+    """What the install step does: a fresh key, the rendered seed as a cidata ISO in the
+    served folder, the key pinned. ``drop`` removes a section (a seed the lab must refuse)."""
     n = lab.fleet.node(name)
-    key = expected_host_key(lab.access.known_hosts, n.address, n.ssh_port)
-    return functools.partial(wait_for_ssh, n.address, n.ssh_port, key, timeout, node=name, interval=0.25)
+    key = hostkeys.generate(f"root@{name}")
+    client = " ".join(lab.access.key_file.with_suffix(".pub").read_text().split()[:2])
+    files = seed.render(lab.manifest, hostname=name, host_key=key, authorized_keys=[client])
+    if drop:
+        doc = yaml.safe_load(files["user-data"])
+        del doc["autoinstall"][drop[0]]
+        files["user-data"] = "#cloud-config\n" + yaml.safe_dump(doc)
+    seediso.build(files, lab.seeds.folder / f"{name}.iso")
+    hostkeys.pin(lab.access.known_hosts, n.address, n.ssh_port, key.public)
+    return key, lab.seeds.url.format(node=name)
 
 
-def test_install_over_virtual_media_then_pin(sim_lab):
+def waiter(lab, name, key: str, timeout):
+    n = lab.fleet.node(name)
+    return functools.partial(wait_for_ssh, n.address, n.ssh_port, key, node=name, interval=0.25)
+
+
+def test_a_node_installs_from_its_seed_and_answers_with_the_pinned_key(sim_lab):
     assert not node_status(sim_lab.home, "fresh")["installed"]
+    key, url = make_seed(sim_lab, "fresh")
     with bmc_of(sim_lab, "fresh") as bmc:
-        res = install_os(bmc, sim_lab.manifest, wait=waiter(sim_lab, "fresh", 30))
-        assert res.ejected and res.waited.startswith("SHA256:")
+        res = install_os(bmc, sim_lab.manifest, seed_url=url, ssh_wait=waiter(sim_lab, "fresh", key.pinned, 30),
+                         wait_timeout=30, poll=5)
+    assert res.ok and res.ejected and res.waited.startswith("SHA256:")
     state = sim_lab.sim.services["fresh"].state
-    assert state.installs == [sim_lab.manifest.iso.url] and state.media_image is None
-    assert node_status(sim_lab.home, "fresh")["image"] == "ubuntu-2404-cuda128"
+    assert state.installs == [sim_lab.manifest.iso.url]
+    assert state.media_image is None and state.seed_image is None          # both media out again
+    # the node's sshd key is the one bringup made, and the node says what it runs
+    assert hostkeys.public_of(NodeDir(sim_lab.home, "fresh").host_key.read_text()) == key.pinned
+    n = sim_lab.fleet.node("fresh")
+    there = read_installed(n.address, n.ssh_port, sim_lab.access.user, sim_lab.access.key_file, key.pinned)
+    assert there is not None and there.image == "ubuntu-2404-cuda128" and there.versions["driver"] == "570.133.20"
     steps = pin_versions({"fresh": sim_lab.host("fresh")}, sim_lab.manifest, sim_lab.access)
     assert steps["fresh"].ok, steps["fresh"].reason
 
+    # a wrong key is refused at once, by the wait and by the read of what is installed
+    other = hostkeys.generate("intruder").pinned
+    with pytest.raises(HostKeyMismatch, match="presented host key .* but we expect"):
+        wait_for_ssh(n.address, n.ssh_port, other, 10, node="fresh")
+    with pytest.raises(HostKeyMismatch, match="node fresh: .*refusing to connect"):
+        read_installed(n.address, n.ssh_port, sim_lab.access.user, sim_lab.access.key_file, other, node="fresh")
+
+
+def test_a_seed_missing_a_section_leaves_the_node_at_the_installer(sim_lab):
+    key, url = make_seed(sim_lab, "fresh", drop=("version",))
+    with bmc_of(sim_lab, "fresh") as bmc, pytest.raises(SSHError, match="never came back"):
+        install_os(bmc, sim_lab.manifest, seed_url=url, ssh_wait=waiter(sim_lab, "fresh", key.pinned, 3),
+                   wait_timeout=3, poll=1)
+    st = node_status(sim_lab.home, "fresh")
+    assert not st["installed"] and st["sshd_pid"] is None
+    assert st["boot"].startswith("at the installer: ")
+    assert "autoinstall: 'version' is a required property" in st["boot"]
+    assert sim_lab.sim.services["fresh"].state.seed_image is None
+
+
+def test_without_a_seed_the_installer_waits_for_answers(sim_lab):
+    with bmc_of(sim_lab, "fresh") as bmc, pytest.raises(SSHError, match="never came back"):
+        install_os(bmc, sim_lab.manifest, ssh_wait=waiter(sim_lab, "fresh", hostkeys.generate("x").pinned, 2),
+                   wait_timeout=2, poll=1)
+    assert node_status(sim_lab.home, "fresh")["boot"].startswith("at the installer: no autoinstall seed")
+
 
 def test_node_that_never_returns_fails_the_install_and_ejects(sim_lab):
+    key, url = make_seed(sim_lab, "hung")
     with bmc_of(sim_lab, "hung") as bmc, pytest.raises(SSHError, match="node hung .* never came back"):
-        install_os(bmc, sim_lab.manifest, wait=waiter(sim_lab, "hung", 3))
+        install_os(bmc, sim_lab.manifest, seed_url=url, ssh_wait=waiter(sim_lab, "hung", key.pinned, 3),
+                   wait_timeout=3, poll=1)
     state = sim_lab.sim.services["hung"].state
     assert state.installs == [sim_lab.manifest.iso.url] and state.media_image is None
     assert node_status(sim_lab.home, "hung")["boot"] == "hung after install"

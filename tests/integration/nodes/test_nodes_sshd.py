@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -122,11 +123,15 @@ def test_a_taken_address_is_a_clear_error(node_lab, monkeypatch):
     import lab.nodes.sshd as sshd_mod
     from bringup.errors import LabError
     n = node_lab.fleet.node("ok").model_copy(update={"name": "squatter"})
+    # a node with a host key of its own (as its seed would give it), so only the address is wrong
+    ok_key = NodeDir(node_lab.home, "ok").host_key
+    sshd_mod.install_host_key(node_lab.home, n, ok_key.read_text(), Path(f"{ok_key}.pub").read_text())
     # the address of "ok" is held by its sshd: a second node there must not start
     with pytest.raises(LabError, match="is taken by another process"):
         sshd_mod.start_sshd(node_lab.home, n)
     # a port bound by someone else after our check shows up in sshd's own log
     late = node_lab.fleet.node("ok").model_copy(update={"name": "late", "ssh_port": 2299})
+    sshd_mod.install_host_key(node_lab.home, late, ok_key.read_text(), Path(f"{ok_key}.pub").read_text())
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind((late.address, 2299))
@@ -134,42 +139,3 @@ def test_a_taken_address_is_a_clear_error(node_lab, monkeypatch):
         monkeypatch.setattr(sshd_mod, "port_open", lambda *a, **k: False)
         with pytest.raises(LabError, match="cannot listen on .*Address already in use"):
             sshd_mod.start_sshd(node_lab.home, late, timeout=5)
-
-
-def test_known_hosts_is_never_seen_half_written_while_installs_rewrite_it(tmp_path):
-    import threading
-
-    from bringup.sku import load_skus, nic_counts
-    from lab.fleet import load_fleet
-    from lab.nodes.sshd import known_hosts_path, write_known_hosts
-    nodes = "\n".join(f"  - {{name: kh-{i}, rack: r1, sku: hgx-h100-80gb, pool: p, "
-                      f"bmc_address: 127.66.0.{i + 1}, address: 127.67.0.{i + 1}}}" for i in range(6))
-    fleet_file = tmp_path / "fleet.yaml"
-    fleet_file.write_text(f"site: kh\npools: {{p: {{}}}}\nnodes:\n{nodes}\n")
-    fleet = load_fleet(fleet_file, nic_counts(load_skus()))
-    home = tmp_path / "home"
-    (home / "secrets").mkdir(parents=True)
-    write_known_hosts(home, fleet.nodes)
-    path = known_hosts_path(home)
-    want = set(path.read_text().splitlines())
-    assert len(want) == 6
-    # a new key for one node, as a reinstall would bring, and rewrites from every node
-    (home / "nodes" / "kh-0" / "ssh_host_ed25519_key").unlink()
-    (home / "nodes" / "kh-0" / "ssh_host_ed25519_key.pub").unlink()
-    stop, seen = threading.Event(), []
-
-    def read() -> None:
-        while not stop.is_set():
-            seen.append(len(path.read_text().splitlines()))
-
-    reader = threading.Thread(target=read)
-    reader.start()
-    writers = [threading.Thread(target=lambda n=n: [write_known_hosts(home, [n]) for _ in range(20)])
-               for n in fleet.nodes]
-    [w.start() for w in writers]
-    [w.join(60) for w in writers]
-    stop.set()
-    reader.join(10)
-    assert seen and set(seen) == {6}          # every read saw every host, never a torn file
-    after = set(path.read_text().splitlines())
-    assert len(after) == 6 and len(after - want) == 1   # kh-0's new key replaced its old one

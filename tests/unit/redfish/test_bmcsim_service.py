@@ -242,7 +242,7 @@ def _cd_boot(svc, clock):
 
 
 def test_reset_with_media_and_cd_override_installs_once():
-    svc, clock = make(installer=lambda image: {"installed": True})
+    svc, clock = make(installer=lambda image, seed=None: {"installed": True})
     _insert(svc, clock, "http://img/os.iso")
     _cd_boot(svc, clock)
     assert svc.state.installs == ["http://img/os.iso"]
@@ -258,7 +258,7 @@ def _boot_log(svc):
 
 
 def test_a_failed_media_boot_shows_on_the_bmc():
-    svc, clock = make("[{kind: boot_fail}]", installer=lambda image: pytest.fail("must not install"))
+    svc, clock = make("[{kind: boot_fail}]", installer=lambda image, seed=None: pytest.fail("must not install"))
     _insert(svc, clock, "http://img/os.iso")
     _cd_boot(svc, clock)
     assert call(svc, "GET", SYS).body["BootProgress"]["LastState"] == "SystemHardwareInitializationComplete"
@@ -267,7 +267,7 @@ def test_a_failed_media_boot_shows_on_the_bmc():
 
 
 def test_an_install_that_raises_is_a_boot_failure_on_the_bmc():
-    def broken(image):
+    def broken(image, seed=None):
         raise RuntimeError("unknown ISO")
     svc, clock = make(installer=broken)
     _insert(svc, clock, "http://img/other.iso")
@@ -278,7 +278,7 @@ def test_an_install_that_raises_is_a_boot_failure_on_the_bmc():
 
 
 def test_boot_patch_without_mode_reverts_to_legacy_and_the_boot_fails_visibly():
-    svc, clock = make(installer=lambda image: pytest.fail("must not install"))
+    svc, clock = make(installer=lambda image, seed=None: pytest.fail("must not install"))
     _insert(svc, clock, "http://img/os.iso")
     call(svc, "PATCH", SYS, {"Boot": {"BootSourceOverrideTarget": "Cd", "BootSourceOverrideEnabled": "Once"}})
     assert call(svc, "GET", SYS).body["Boot"]["BootSourceOverrideMode"] == "Legacy"
