@@ -20,8 +20,8 @@ from bringup.image import load_manifest
 from bringup.kube import KubeAdapter
 from bringup.sku import load_skus, nic_counts
 from lab.fleet import FleetProfile, loads_fleet
-from lab.nodes.install import install_from_media
-from lab.nodes.sshd import client_key, stop_sshd, write_known_hosts
+from lab.nodes.install import preinstall
+from lab.nodes.sshd import client_key, stop_sshd
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -127,10 +127,9 @@ def node_kube(tmp_path_factory):
     fleet_file.write_text(text)
     fleet = loads_fleet(text, nic_counts(load_skus()))
     client_key(home)
-    write_known_hosts(home, fleet.nodes)
-    iso = load_manifest("ubuntu-2404-cuda128").iso.url
+    manifest = load_manifest("ubuntu-2404-cuda128")
     for n in fleet.nodes:
-        install_from_media(n, iso, home)
+        preinstall(n, home, manifest)
     api = KubeApiProcess(home, free_port(), fleet_file)
     api.start()
     kube = KubeAdapter.from_kubeconfig(api.kubeconfig)
