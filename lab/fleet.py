@@ -92,6 +92,7 @@ class FaultKind(StrEnum):
     NEVER_RETURNS = "never_returns"          # node never comes back after the OS install
     # cluster
     DEVICE_PLUGIN_SHORT = "device_plugin_short"  # value: the GPU count the device plugin advertises
+    CONTAINER_NVML_BROKEN = "container_nvml_broken"  # in containers NVML fails ("Unknown Error"), on the host not
     SSH_DROP = "ssh_drop"                    # SSH connection dropped mid burn-in
 
 

@@ -168,6 +168,8 @@ def tool_profile(node: NodeSpec, sku: SkuSpec, installed: dict[str, Any], nvml: 
             prof["dcgm_skip"] = {"test": f.test}
         elif f.kind == FaultKind.GPUBURN_FAULTY:
             prof["gpuburn_faulty"].append(_gpu_of(f))
+        elif f.kind == FaultKind.CONTAINER_NVML_BROKEN:
+            prof["container_nvml_broken"] = True
         elif f.kind == FaultKind.GPUBURN_NO_START:
             prof["gpuburn_no_start"].append(_gpu_of(f))
         elif f.kind == FaultKind.TOOL_HANGS:

@@ -64,11 +64,18 @@ def runs_here(pod: dict[str, Any]) -> bool:
                                                for c in spec.get("containers") or [])
 
 
+#: set in every container's environment, as a runtime marks its containers: the GPU
+#: stand-ins read it to answer as they would inside a container (fault container_nvml_broken)
+CONTAINER_ENV = "BRINGUP_LAB_CONTAINER=1"
+
+
 def container_argv(c: dict[str, Any]) -> str:
-    """The shell line that runs one container: its plain ``env`` values, then command+args."""
+    """The shell line that runs one container: the runtime's mark and its plain ``env``
+    values, then command+args."""
     env = [f"{e['name']}={e.get('value', '')}" for e in c.get("env") or [] if "name" in e and "valueFrom" not in e]
     argv = [*(c.get("command") or []), *(c.get("args") or [])]
-    return shlex.join(["env", *env, "--", *argv]) if env else shlex.join(argv)
+    # "--" first: env reads NAME=VALUE words after it, then the command
+    return shlex.join(["env", "--", CONTAINER_ENV, *env, *argv])
 
 
 def supervised(cmdline: str) -> str:

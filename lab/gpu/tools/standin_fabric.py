@@ -301,6 +301,11 @@ def _query(p: dict, fields: str, fmt: str) -> int:
 def nvidia_smi(p: dict, argv: list) -> int:
     """``topo -m``, ``-L`` and ``--query-gpu=... --format=csv[,noheader][,nounits]``, over the
     GPUs the node's profile shows (a missing GPU is missing here too)."""
+    if p.get("container_nvml_broken") and os.environ.get("BRINGUP_LAB_CONTAINER"):
+        # the NVIDIA container toolkit's device cgroup lost after a systemd reload: what
+        # nvidia-smi prints inside the container (the host's is fine)
+        sys.stdout.write("Failed to initialize NVML: Unknown Error\n")
+        return 255
     if argv[:2] in (["topo", "-m"], ["topo", "--matrix"]):
         sys.stdout.write(topo_matrix(p))
         return 0

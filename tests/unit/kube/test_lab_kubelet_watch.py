@@ -40,8 +40,8 @@ def test_only_bound_pods_that_name_a_command_are_run():
 def test_container_argv_quotes_and_prefixes_env():
     c = {"command": ["sh", "-c", "echo $X; exit 3"], "args": ["a b"], "env": [{"name": "X", "value": "1 2"},
                                                                             {"name": "S", "valueFrom": {}}]}
-    assert container_argv(c) == "env 'X=1 2' -- sh -c 'echo $X; exit 3' 'a b'"
-    assert container_argv({"command": ["true"]}) == "true"
+    assert container_argv(c) == "env -- BRINGUP_LAB_CONTAINER=1 'X=1 2' sh -c 'echo $X; exit 3' 'a b'"
+    assert container_argv({"command": ["true"]}) == "env -- BRINGUP_LAB_CONTAINER=1 true"
 
 
 def test_gpu_admission_counts_other_pods_on_the_node():

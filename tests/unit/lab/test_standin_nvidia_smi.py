@@ -42,3 +42,13 @@ def test_smoke_pod_query_reads_back(capsys):
 def test_unknown_field_is_refused(capsys):
     rc, out = run(capsys, "--query-gpu=index,bogus", "--format=csv")
     assert rc == 2 and 'Field "bogus" is not a valid field to query.' in out
+
+
+def test_a_broken_container_toolkit_answers_as_recorded_inside_containers_only(capsys, monkeypatch):
+    broken = {**P, "container_nvml_broken": True}
+    monkeypatch.delenv("BRINGUP_LAB_CONTAINER", raising=False)
+    assert standin_fabric.nvidia_smi(broken, ["-L"]) == 0  # the host is fine
+    capsys.readouterr()
+    monkeypatch.setenv("BRINGUP_LAB_CONTAINER", "1")
+    assert standin_fabric.nvidia_smi(broken, ["-L"]) == 255
+    assert capsys.readouterr().out == (FIX / "container-nvml-unknown-error.txt").read_text()
