@@ -155,3 +155,9 @@ def fault_lab(tmp_path_factory, fault_fleet, seeded, netbox_server, prefect_serv
                                  install_wait_s=60)
     yield path
     stop()
+
+
+@pytest.fixture(scope="session")
+def fleet_lab_starter():
+    """:func:`start_fleet_lab`, for test modules that start a fleet of their own."""
+    return start_fleet_lab

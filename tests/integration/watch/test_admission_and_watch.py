@@ -1,0 +1,184 @@
+"""Admission you can trust and health between burn-ins (issue #15), end to end on the lab
+with tests/fixtures/fleets/watch.yaml: the real commission, healthwatch and reburnin
+flows against NetBox, Prefect, the nodes' sshd, the BMC simulator and the Kubernetes API
+stand-in (its kubelet runs the smoke pods over SSH), checked with real kubectl.
+
+The module's tests run in order on one fleet: commission (the gate refuses two nodes), a
+full re-burn-in that readmits a healthy node, then XIDs on five serving nodes at once
+(the guard acts on its limit, a PodDisruptionBudget holds a drain, the rest are refused),
+then the drained node's re-burn-in.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from kubernetes import client as k8s
+
+from bringup.sku import load_skus, nic_counts
+from lab.fleet import Fault, FaultKind, load_fleet
+from lab.seed import seed
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1500)]
+
+REPO = Path(__file__).resolve().parents[3]
+FLEET = REPO / "tests" / "fixtures" / "fleets" / "watch.yaml"
+KUBE_LISTEN = "127.0.0.1:56457"
+SEED_LISTEN = "127.0.0.1:58094"
+SITE = "watch-test"
+HEALTHY = {"wt-n01", "wt-n02", "wt-n03", "wt-n04", "wt-n05", "wt-n08"}
+XID_NODES = ["wt-n01", "wt-n02", "wt-n03", "wt-n04", "wt-n05"]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, seeded, flow_env, netbox_server, prefect_server, lab_paths, fleet_lab_starter):
+    start_fleet_lab = fleet_lab_starter
+    fleet = load_fleet(FLEET, nic_counts(load_skus()))
+    seed(seeded, fleet, load_skus())
+    home = tmp_path_factory.mktemp("watchlab")
+    path, stop = start_fleet_lab(home, fleet, FLEET, KUBE_LISTEN, seed_listen=SEED_LISTEN,
+                                 netbox_url=netbox_server.url(58081),
+                                 netbox_token_file=lab_paths.secrets / "netbox-token",
+                                 prefect_api_url=prefect_server.api_url, install_wait_s=120)
+    yield SimpleNamespace(path=str(path), home=home, fleet=fleet, nb=seeded,
+                          kubeconfig=str(home / "kube" / "kubeconfig"))
+    stop()
+
+
+def nodes(lab) -> dict:
+    return {n.name: n for n in lab.nb.nodes(site=SITE)}
+
+
+def kube(lab):
+    from bringup.kube import KubeAdapter
+    return KubeAdapter.from_kubeconfig(lab.kubeconfig)
+
+
+def kubectl(lab, *args: str) -> str:
+    env = {**os.environ, "KUBECONFIG": lab.kubeconfig}
+    out = subprocess.run(["kubectl", *args], check=False, env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+@pytest.fixture(scope="module")
+def commissioned(lab):
+    from flows import runtime
+    from flows.commission import commission
+    runtime.forget()
+    commission(site=SITE, config=lab.path, batches=0)
+    return nodes(lab)
+
+
+def evidence(lab, rec, kind):
+    from bringup.context import Context
+    return Context.from_settings(lab.path).evidence.get(rec.name, rec.custom_fields, kind)
+
+
+def test_healthy_nodes_pass_the_gate_and_lose_the_validation_taint(commissioned, lab):
+    active = {n for n, r in commissioned.items() if r.stage == "active"}
+    assert active == HEALTHY, {n: (r.stage, r.custom_fields.get("bringup_reason")) for n, r in commissioned.items()}
+    st = kube(lab).node_state("wt-n01")
+    assert not st.has_taint("bringup.io/validation-pending") and not st.unschedulable
+    doc = evidence(lab, commissioned["wt-n01"], "gate")
+    assert {c["name"] for c in doc["checks"]} >= {"ready", "allocatable", "smoke pod", "smoke nccl"}
+    assert all(c["outcome"] == "pass" for c in doc["checks"])
+
+
+def test_a_node_advertising_7_of_8_gpus_is_not_admitted(commissioned, lab):
+    rec = commissioned["wt-n06"]
+    reason = rec.custom_fields.get("bringup_reason") or ""
+    assert rec.stage == "quarantined" and "allocatable nvidia.com/gpu: 7, NetBox expects 8" in reason, reason
+    st = kube(lab).node_state("wt-n06")
+    assert st.unschedulable and st.has_taint("bringup.io/quarantine")
+
+
+def test_a_smoke_pod_failure_quarantines_with_its_log_as_evidence(commissioned, lab):
+    rec = commissioned["wt-n07"]
+    reason = rec.custom_fields.get("bringup_reason") or ""
+    assert rec.stage == "quarantined" and "smoke pod" in reason, reason
+    doc = evidence(lab, rec, "gate")
+    assert doc["pod"]["exit_code"] == 255 and "Failed to initialize NVML: Unknown Error" in doc["pod"]["log"]
+
+
+def test_kubectl_shows_what_the_gate_did(commissioned, lab):
+    events = kubectl(lab, "get", "events", "-A", "--field-selector", "involvedObject.name=wt-n07")
+    assert "ValidationPending" in events and "ValidationFailed" in events and "Quarantined" in events
+    described = kubectl(lab, "describe", "node", "wt-n01")
+    assert "Admitted" in described and "readiness gate passed" in described
+
+
+def test_a_full_reburnin_cycle_readmits_a_healthy_node(commissioned, lab):
+    from flows import runtime
+    from flows.reburnin import reburnin
+    runtime.forget()
+    before = commissioned["wt-n08"].custom_fields.get("burnin_last")
+    rows = reburnin(nodes=["wt-n08"], max_age_days=0, burnin_profile="quick", config=lab.path)
+    assert [r["node"] for r in rows] == ["wt-n08"]
+    rec = nodes(lab)["wt-n08"]
+    assert rec.stage == "active", rec.custom_fields.get("bringup_reason")
+    assert rec.custom_fields.get("burnin_last") != before and "bringup-reburnin" not in rec.tags
+    events = kubectl(lab, "get", "events", "-A", "--field-selector", "involvedObject.name=wt-n08")
+    assert "Cordoned" in events and events.count("Admitted") >= 1
+
+
+def test_xids_on_five_nodes_the_guard_acts_on_its_limit_and_a_pdb_holds_the_drain(commissioned, lab):
+    from bringup.errors import BringupError
+    from flows import runtime
+    from flows.healthwatch import healthwatch
+    from lab.inject import inject
+
+    by_name = {n.name: n for n in lab.fleet.nodes}
+    for name in XID_NODES:
+        inject(lab.home, by_name[name], Fault(kind=FaultKind.XID, value=79, gpu=3))
+    k = kube(lab)
+    core, policy = k8s.CoreV1Api(k.api_client), k8s.PolicyV1Api(k.api_client)
+    core.create_namespaced_pod("default", k8s.V1Pod.from_dict({
+        "metadata": {"name": "trainer-0", "labels": {"app": "trainer"}},
+        "spec": {"nodeName": "wt-n01", "containers": [{"name": "main", "image": "trainer"}]}}))
+    policy.create_namespaced_pod_disruption_budget("default", k8s.V1PodDisruptionBudget.from_dict({
+        "metadata": {"name": "trainer-pdb"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "trainer"}}}}))
+    lifted = {}
+
+    def owner_moves_the_workload():  # the PDB holds the eviction until the job's owner lets go
+        time.sleep(20)
+        policy.delete_namespaced_pod_disruption_budget("trainer-pdb", "default")
+        lifted["at"] = time.monotonic()
+
+    threading.Thread(target=owner_moves_the_workload, daemon=True).start()
+    runtime.forget()
+    started = time.monotonic()
+    with pytest.raises(BringupError, match="blast-radius guard refused 4"):
+        healthwatch(site=SITE, queue_reburnin=False, config=lab.path)
+    now = nodes(lab)
+    # wt-n08's re-burn-in took one of the pool's two in this hour: one more may go
+    out = {n for n in XID_NODES if now[n].stage != "active"}
+    assert out == {"wt-n01"}, {n: now[n].stage for n in XID_NODES}
+    rec = now["wt-n01"]
+    assert rec.stage == "provisioned" and "bringup-reburnin" in rec.tags
+    assert "XID 79" in (rec.custom_fields.get("bringup_reason") or "")
+    # the drain waited for the PodDisruptionBudget, then evicted the pod
+    assert lifted and lifted["at"] - started >= 15
+    assert "trainer-0" not in {p.name for p in k.pods_on("wt-n01")}
+    assert k.node_state("wt-n01").unschedulable
+    for name in ["wt-n02", "wt-n03", "wt-n04", "wt-n05"]:
+        journal = " ".join(e["comments"] for e in lab.nb.journal_entries(now[name].id))
+        assert "Blast-radius guard: drain refused" in journal, name
+        assert not k.node_state(name).unschedulable
+    health = evidence(lab, rec, "health")
+    assert any(s["code"] == "xid_fatal" and s["severity"] == "critical" for s in health["signals"])
+
+
+def test_the_drained_node_is_reburned_and_stays_out_with_the_xid(commissioned, lab):
+    from flows import runtime
+    from flows.reburnin import reburnin
+    runtime.forget()
+    reburnin(nodes=["wt-n01"], burnin_profile="quick", config=lab.path)
+    rec = nodes(lab)["wt-n01"]
+    assert rec.stage == "quarantined" and "79" in (rec.custom_fields.get("bringup_reason") or "")
