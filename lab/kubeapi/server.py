@@ -39,7 +39,9 @@ K8S_VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.4-bringup-lab",
                "gitTreeState": "clean", "buildDate": "2025-04-22T00:00:00Z", "goVersion": "go1.23.8",
                "compiler": "gc", "platform": "linux/amd64"}
 
-DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+# bringup-system: the lab cluster is one where deploy/rbac.yaml was applied (bringup's own
+# namespace: its ServiceAccount and the readiness gate's smoke pods)
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "bringup-system")
 
 
 class KubeApi:
