@@ -138,3 +138,30 @@ def check_kubectl() -> None:
     console.print(table)
     if not all(ok for _, ok, _ in steps):
         raise typer.Exit(1)
+
+
+@app.command()
+def inject(node: str = typer.Argument(..., help="A lab node that is installed (serving or not)."),
+           kind: str = typer.Argument(..., help="Fault kind, e.g. xid, ecc_uncorrectable, flapping_port."),
+           value: str = typer.Option(None, help="The fault's value (XID code, error count, ...)."),
+           gpu: int = typer.Option(None, help="GPU index the fault is on."),
+           iface: str = typer.Option(None, help="Interface the fault is on (cx0..cx7).")) -> None:
+    """Give a running lab node a fault now, as hardware fails under a serving OS; the
+    health watch's next look (or a re-burn-in) sees it."""
+    from lab.fleet import Fault
+    from lab.inject import inject as inject_fault
+    lab = _lab()
+    spec = next((n for n in lab.fleet().nodes if n.name == node), None)
+    if spec is None:
+        raise typer.BadParameter(f"no node {node} in the lab's fleet ({lab.fleet_path})")
+    num: float | int | str | None = value
+    if value is not None:
+        try:
+            num = float(value) if "." in value else int(value)
+        except ValueError:
+            num = value
+    fault = Fault.model_validate({k: v for k, v in {"kind": kind, "value": num, "gpu": gpu, "iface": iface}.items()
+                                  if v is not None})
+    now = inject_fault(lab.paths.home, spec, fault)
+    console.print(f"{node}: {fault.kind} injected; its faults now: "
+                  + ", ".join(str(f.kind) for f in now.faults))
