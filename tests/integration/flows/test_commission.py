@@ -1,6 +1,6 @@
 """End to end: the commission flow over the whole lab, a crash mid-run, and a rerun.
 
-flow8.yaml has four healthy nodes and one fault for each stage that can catch one (the
+flow8.yaml has five healthy nodes and one fault for each stage that can catch one (the
 fabric test's: a node slow over the fabric, localised with two known-good partners);
 every faulty node must end quarantined with its reason, and only the healthy ones may
 join Kubernetes.
@@ -18,7 +18,7 @@ import pytest
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-HEALTHY = {"ft-r01-n01", "ft-r01-n05", "ft-r02-n01", "ft-r02-n02"}
+HEALTHY = {"ft-r01-n01", "ft-r01-n05", "ft-r01-n07", "ft-r02-n01", "ft-r02-n02"}
 #: node -> words its quarantine reason must contain
 FAULTY = {
     "ft-r01-n02": ["gpu"],              # GPU 5 missing at discovery
