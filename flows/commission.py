@@ -64,8 +64,10 @@ def commission(site: str | None = None, rack: str | None = None, tag: str | None
         log.info("commissioning %d node(s) in this run", len(selected))
         return fan_out(selected, params, config=config, force=force)
     log.info("commissioning %d node(s) in %d child runs", len(selected), len(groups))
-    runs = dispatch(groups, {"burnin_profile": burnin_profile, "force": force, "config": config,
-                             "fabric_mode": fabric_mode},
+    child = {"burnin_profile": burnin_profile, "force": force, "config": config}
+    if fabric_mode != "rack":  # only when asked: a batch deployment of older code lacks the parameter
+        child["fabric_mode"] = fabric_mode
+    runs = dispatch(groups, child,
                     deployment=batch_deployment)
     rows, failed = [], []
     lc = rt.lifecycle()
