@@ -72,7 +72,8 @@ def test_killed_after_burn_in_another_worker_judges_from_netbox_without_burning_
         reseeded, seeded, flow_env, prefect_server, tmp_path):
     # NetBox as on day one (the fault suite runs before this file and walks these nodes
     # too); this file's later tests build on the state its first two leave
-    nodes = ["ft-r01-n01", "ft-r01-n04"]          # healthy; low busbw
+    # healthy; low busbw; healthy (ft-r01-n01's fabric partner: a node alone is held in fabric)
+    nodes = ["ft-r01-n01", "ft-r01-n04", "ft-r01-n05"]
     env = {**os.environ, "BRINGUP_CONFIG": str(flow_env), "PREFECT_API_URL": prefect_server.api_url}
     first = subprocess.run([sys.executable, "-c", _BURN_AND_DIE.format(nodes=nodes)], env=env,
                            capture_output=True, text=True, timeout=600)
@@ -93,6 +94,7 @@ def test_killed_after_burn_in_another_worker_judges_from_netbox_without_burning_
     healthy = after["ft-r01-n01"]
     assert healthy.stage == "active" and healthy.custom_fields["burnin_status"] == "pass", \
         (healthy.stage, healthy.custom_fields.get("bringup_reason"), second.stderr[-2000:])
+    assert after["ft-r01-n05"].stage == "active"
     assert after["ft-r01-n04"].stage == "quarantined"
     assert "busbw" in after["ft-r01-n04"].custom_fields["bringup_reason"]
     # judged from the stored document: no second burn-in document, one verdict each
