@@ -19,6 +19,7 @@ from flows.commission import commission_batch
 
 @flow(name="bench-batch", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=1024))
 def bench_batch(nodes: list[str], burnin_profile: str = "quick", force: bool = False, config: str | None = None,
-                sim: dict | None = None) -> list[dict]:
+                sim: dict | None = None, fabric_mode: str = "rack") -> list[dict]:
     runtime.use(SimRuntime(**(sim or {})))
-    return commission_batch.fn(nodes=nodes, burnin_profile=burnin_profile, force=force, config=config)
+    return commission_batch.fn(nodes=nodes, burnin_profile=burnin_profile, force=force, config=config,
+                               fabric_mode=fabric_mode)

@@ -139,3 +139,10 @@ class SimRuntime:
 
     def due_for_reburnin(self, **selection) -> list[Selected]:
         return []
+
+    def fabric_test(self, names: list[str], *, mode: str = "rack") -> tuple[dict, list]:
+        """The simulated pools' fabric test: it takes ``durations["fabric"]`` once for the
+        whole run (the pairs of a pool run side by side) and every node passes."""
+        time.sleep(self.durations.get("fabric_test", 0.0))
+        docs = {n: {"verdict": "pass", "reasons": [], "links": [], "blamed": [], "pairs": []} for n in names}
+        return docs, [{"pair": f"{len(names)} simulated nodes", "outcome": "pass"}]

@@ -8,12 +8,14 @@ moves to the handler's ``success`` state; a step finds the node unfit, and it mo
 changes the provisioning state), nothing else writes the stage: steps return
 :class:`~bringup.results.StepResult` values and :class:`Lifecycle` records them.
 
-The path is ``planned -> discovered -> provisioned -> burned_in -> validating -> active``; any
+The path is ``planned -> discovered -> provisioned -> burned_in -> fabric -> validating ->
+active``; any
 state with a handler may fail to ``quarantined`` (then ``inspection``); ``active -> draining
 -> provisioned`` is a re-burn-in (the diagram: ARCHITECTURE.md, "The job").
 
 ``firmware``, ``bios``, ``install`` and ``configure`` are steps of ``discovered``; ``judge`` (which also
-records the verdict) is the step of ``burned_in``; ``join`` of ``validating``; ``drain``
+records the verdict) is the step of ``burned_in``; ``fabric`` (recording the share of the
+pool's fabric test a flow ran, flows.fabric) of ``fabric``; ``join`` of ``validating``; ``drain``
 of ``draining``. A rerun resumes in the state NetBox records, skipping the steps of that
 state whose evidence it already holds. ``force`` restarts a node from ``planned``,
 draining it first if it serves.

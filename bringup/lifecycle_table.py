@@ -20,6 +20,7 @@ class State(StrEnum):
     DISCOVERED = "discovered"
     PROVISIONED = "provisioned"
     BURNED_IN = "burned_in"
+    FABRIC = "fabric"
     VALIDATING = "validating"
     ACTIVE = "active"
     DRAINING = "draining"
@@ -30,7 +31,8 @@ class State(StrEnum):
 #: how NetBox shows each state (the ``bringup-stage`` choice set is built from this)
 LABELS = {
     State.PLANNED: "Planned", State.DISCOVERED: "Discovered", State.PROVISIONED: "Provisioned",
-    State.BURNED_IN: "Burned in", State.VALIDATING: "Validating", State.ACTIVE: "Active",
+    State.BURNED_IN: "Burned in", State.FABRIC: "Fabric test",
+    State.VALIDATING: "Validating", State.ACTIVE: "Active",
     State.DRAINING: "Draining", State.QUARANTINED: "Quarantined", State.INSPECTION: "Hardware inspection",
 }
 
@@ -62,7 +64,9 @@ TABLE: dict[State, Handler] = {
     State.DISCOVERED: Handler((Step("firmware", ("bmc",)), Step("bios", ("bmc",)), Step("install", ("install", "bmc")),
                                Step("configure")), State.PROVISIONED, status="staged"),
     State.PROVISIONED: Handler((Step("burn_in", ("burnin",)),), State.BURNED_IN),
-    State.BURNED_IN: Handler((Step("judge"),), State.VALIDATING),
+    State.BURNED_IN: Handler((Step("judge"),), State.FABRIC),
+    # pool-level: the flow runs the pool's fabric test, the step records each node's share
+    State.FABRIC: Handler((Step("fabric"),), State.VALIDATING),
     State.VALIDATING: Handler((Step("join"), Step("gate")), State.ACTIVE, status="active"),
     State.DRAINING: Handler((Step("drain"),), State.PROVISIONED, status="staged"),
 }
@@ -78,7 +82,8 @@ ALLOWED = ({(s, h.success) for s, h in TABLE.items()} | EXTRA_TRANSITIONS
 
 STEP_NAMES = tuple(st.name for h in TABLE.values() for st in h.steps)
 #: the order of the states on the commission path, for progress displays
-PATH = (State.PLANNED, State.DISCOVERED, State.PROVISIONED, State.BURNED_IN, State.VALIDATING, State.ACTIVE)
+PATH = (State.PLANNED, State.DISCOVERED, State.PROVISIONED, State.BURNED_IN, State.FABRIC, State.VALIDATING,
+        State.ACTIVE)
 
 
 class LifecycleError(ConfigError):

@@ -67,6 +67,11 @@ class Settings(BaseModel):
     ssh_key_file: Path | None = None
     #: known_hosts with the host keys we expect; never auto-added to
     ssh_known_hosts: Path | None = None
+    #: the key and known_hosts *on the nodes* that OpenMPI's ssh uses from the node launching
+    #: the fabric test (absolute paths there; None: the same paths as ssh_key_file and
+    #: ssh_known_hosts, as in the lab where the nodes share the controller's files)
+    fabric_key_file: str | None = None
+    fabric_known_hosts: str | None = None
     kubeconfig: Path | None = None
     fleet_profile: Path | None = None
     image: str = ""

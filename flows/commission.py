@@ -38,14 +38,16 @@ def _steps(state: State):
 def commission(site: str | None = None, rack: str | None = None, tag: str | None = None,
                nodes: list[str] | None = None, burnin_profile: str = "quick", dry_run: bool = False,
                force: bool = False, config: str | None = None, batches: int | None = None,
-               batch_deployment: str = BATCH_DEPLOYMENT) -> list[dict]:
-    """Discover, provision, burn in, judge and admit (or quarantine) nodes.
+               batch_deployment: str = BATCH_DEPLOYMENT, fabric_mode: str = "rack") -> list[dict]:
+    """Discover, provision, burn in, judge, fabric-test and admit (or quarantine) nodes.
 
     Select by site, rack, NetBox tag or explicit node names. ``dry_run`` only shows what
     would run; ``force`` redoes finished and quarantined nodes. ``config`` names the
     settings file. ``batches`` is the number of child runs of whole racks (default: one
     per online worker of the batch pool when there are two or more; 0 walks every node
-    in this run)."""
+    in this run). ``fabric_mode``: how the pool's fabric test pairs nodes first: ``rack``
+    (disjoint pairs within a rack), ``cross_rack`` or ``ring`` (small pools); a split run's
+    child runs each test their own racks."""
     rt = runtime.get(config)
     selected = rt.select(site=site, rack=rack, tag=tag, names=nodes)
     log = get_run_logger()
@@ -53,7 +55,7 @@ def commission(site: str | None = None, rack: str | None = None, tag: str | None
         rows = _plan_rows(selected, force)
         publish_plan(rows)
         return rows
-    params = {"burnin_profile": burnin_profile}
+    params = {"burnin_profile": burnin_profile, "fabric_mode": fabric_mode}
     if batches is None:  # as many shares as there are workers to take them
         n = online_workers()
         batches = n if n > 1 else 0
@@ -62,7 +64,10 @@ def commission(site: str | None = None, rack: str | None = None, tag: str | None
         log.info("commissioning %d node(s) in this run", len(selected))
         return fan_out(selected, params, config=config, force=force)
     log.info("commissioning %d node(s) in %d child runs", len(selected), len(groups))
-    runs = dispatch(groups, {"burnin_profile": burnin_profile, "force": force, "config": config},
+    child = {"burnin_profile": burnin_profile, "force": force, "config": config}
+    if fabric_mode != "rack":  # only when asked: a batch deployment of older code lacks the parameter
+        child["fabric_mode"] = fabric_mode
+    runs = dispatch(groups, child,
                     deployment=batch_deployment)
     rows, failed = [], []
     lc = rt.lifecycle()
@@ -85,8 +90,9 @@ def commission(site: str | None = None, rack: str | None = None, tag: str | None
 
 @flow(name="commission-batch", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=1024))
 def commission_batch(nodes: list[str], burnin_profile: str = "quick", force: bool = False,
-                     config: str | None = None) -> list[dict]:
-    """One share of a commission run: the named nodes (whole racks), walked in this run."""
+                     config: str | None = None, fabric_mode: str = "rack") -> list[dict]:
+    """One share of a commission run: the named nodes (whole racks), walked in this run,
+    the fabric test of its own racks included."""
     selected = runtime.get(config).select(names=nodes)
-    return fan_out(selected, {"burnin_profile": burnin_profile}, config=config, force=force, prefix="commission",
-                   report=False)
+    return fan_out(selected, {"burnin_profile": burnin_profile, "fabric_mode": fabric_mode}, config=config,
+                   force=force, prefix="commission", report=False)

@@ -21,6 +21,7 @@ class Runtime(Protocol):
     def lifecycle(self) -> Lifecycle: ...
     def select(self, **selection: Any) -> list: ...
     def due_for_reburnin(self, **selection: Any) -> list: ...
+    def fabric_test(self, names: list[str], *, mode: str = "rack") -> tuple[dict, list]: ...
 
 
 class SiteRuntime:
@@ -68,6 +69,12 @@ class SiteRuntime:
         decisions = ask(self.ctx, requests)
         record_refusals(self.ctx, decisions)
         return decisions
+
+    def fabric_test(self, names: list[str], *, mode: str = "rack") -> tuple[dict, list]:
+        """The pools' fabric test of ``names``: each node's result document and the pair
+        matrix rows (bringup.stages.fabric.pool_test)."""
+        from bringup.stages.fabric import pool_test
+        return pool_test(self.ctx, names, mode=mode)
 
     def report(self, name: str) -> Any:
         """The fleet report of this settings' site, written under ``<state dir>/reports/NAME``;

@@ -194,12 +194,25 @@ def fan_out(selected, params: dict, *, config: str | None = None, force: bool = 
     burn-in slots fill early and stay busy. Ends by making Kubernetes agree with NetBox for
     the nodes it left out of service (flows.reconcile). Fails loudly, after publishing,
     when an error on the controller's side stopped any node or left one unreconciled."""
-    selected = list(selected)
+    from .fabric import crosses_fabric, through_fabric
+
+    selected = list(interleave_by(list(selected), key=lambda s: s.rack))
     ensure_rack_limits([s.rack for s in selected])
-    futures = [walk_node.submit(s.name, s.rack, params, config=config, force=force, until=until, prefix=prefix,
-                                order=i, reburnin=reburnin)
-               for i, s in enumerate(interleave_by(selected, key=lambda s: s.rack))]
-    walks = [f.result() for f in futures]
+
+    def walk(nodes: list, to: str, first: bool) -> list[Walk]:
+        # force and re-burn-in start a node's walk over: only the first leg of a run does
+        futures = [walk_node.submit(s.name, s.rack, params, config=config, force=force and first, until=to,
+                                    prefix=prefix, order=i, reburnin=reburnin and first)
+                   for i, s in enumerate(nodes)]
+        return [f.result() for f in futures]
+
+    if crosses_fabric(until):
+        # the fabric test is the pool's: every node walks to it, the pools test, then on
+        first = walk(selected, State.FABRIC.value, True)
+        walks = through_fabric(selected, first, params, config=config, prefix=prefix,
+                               walk_rest=lambda nodes: walk(nodes, until, False))
+    else:
+        walks = walk(selected, until, True)
     reports = [w.report for w in walks]
     publish_fleet(reports, prefix=prefix)
     if report:  # a split run's parent writes it once, after its children

@@ -30,6 +30,8 @@ class FabricThresholds(BaseModel):
     model_config = ConfigDict(extra="forbid")
     sku: str
     min_rdma_gbps: float
+    #: the multi-node all_reduce_perf figure a pair must reach (GB/s, largest sizes)
+    min_busbw_gbps: float = 340.0
     rdma_message_bytes_min: int = 65536
     counters: dict[str, Limit]
 

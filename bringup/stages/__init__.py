@@ -16,6 +16,7 @@ from ..records import NetBoxRecords
 from .admit import drain, drain_node, isolate, join
 from .burnin import burn_in
 from .discover import discover
+from .fabric import fabric
 from .firmware import firmware
 from .gate import gate
 from .install import install
@@ -27,7 +28,7 @@ from .select import Selected, due_for_reburnin, select
 #: step name (as in lifecycle.TABLE) -> function(ctx, node, params)
 STEPS = {"discover": discover, "firmware": firmware, "bios": bios, "install": install, "configure": configure,
          "burn_in": burn_in,
-         "judge": judge, "join": join, "gate": gate, "drain": drain}
+         "judge": judge, "fabric": fabric, "join": join, "gate": gate, "drain": drain}
 
 
 def lifecycle(ctx: Context) -> Lifecycle:

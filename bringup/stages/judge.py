@@ -107,8 +107,8 @@ def verdict_of(name: str, rec: NodeRecord, stored: Any, previous: Any = None,
     return verdict
 
 
-#: the stages whose nodes have a burn-in that stands: they are the peers
-PEER_STAGES = ("burned_in", "validating", "active")
+#: the stages whose nodes have a burn-in that stands (fabric: judged, waiting for the pool's test): the peers
+PEER_STAGES = ("burned_in", "fabric", "validating", "active")
 
 
 def peer_documents(ctx: Context, rec: NodeRecord, limit: int) -> list[tuple[str, Any]]:

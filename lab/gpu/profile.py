@@ -184,12 +184,13 @@ def tool_profile(node: NodeSpec, sku: SkuSpec, installed: dict[str, Any], nvml: 
             prof["kernel_log"].append(f"[ 4242.424242] NVRM: Xid (PCI:0000:{bus}:00): {code}, pid=31337, "
                                       f"name=all_reduce_perf, {FATAL_XID_TEXT.get(code, 'Xid event.')}")
     ib = []
+    names = nic_names(sku)
     for i in range(sku.nics.compute):
-        ib.append({"name": f"mlx5_{i}", "guid": f"0x{hashlib.sha256(f'{node.name}/ib{i}'.encode()).hexdigest()[:16]}",
+        ib.append({"name": names[i], "guid": f"0x{hashlib.sha256(f'{node.name}/ib{i}'.encode()).hexdigest()[:16]}",
                    "active": True, "rate": sku.nics.compute_speed_gbps, "lid": i + 1})
     for f in node.faults:
         if f.kind in (FaultKind.IB_PORT_DOWN, FaultKind.IB_WRONG_SPEED):
-            idx = _ib_index(f)
+            idx = _ib_index(f, [ca["name"] for ca in ib])
             if idx is not None and idx < len(ib):
                 if f.kind == FaultKind.IB_PORT_DOWN:
                     ib[idx]["active"] = False
@@ -214,7 +215,7 @@ def _fabric(node: NodeSpec, sku: SkuSpec, prof: dict[str, Any]) -> None:
     prof["bad_cables"] = {}
     prof["flapping"] = {}
     for f in node.faults:
-        idx = _ib_index(f)
+        idx = _ib_index(f, [ca["name"] for ca in ib])
         if f.kind == FaultKind.SLOW_NODE:
             prof["internode_busbw_gbps"] = float(f.value or 180.0)
         elif f.kind == FaultKind.BAD_CABLE and f.other:
@@ -227,11 +228,21 @@ def _fabric(node: NodeSpec, sku: SkuSpec, prof: dict[str, Any]) -> None:
             prof["flapping"][ib[idx]["name"]] = int(f.value or 25)
 
 
-def _ib_index(f: Fault) -> int | None:
+def nic_names(sku: SkuSpec) -> list[str]:
+    """The compute NICs' names, GPU i's rail first: the SKU's GPU<->NIC map is the truth
+    (a DGX H100 names GPU1's NIC mlx5_3, not mlx5_1), so a healthy lab node matches it;
+    a SKU without a map gets mlx5_0, mlx5_1..."""
+    by_gpu = {p.gpu: p.nic for p in sku.gpu_nic_map.pairs} if sku.gpu_nic_map else {}
+    return [by_gpu.get(i, f"mlx5_{i}") for i in range(sku.nics.compute)]
+
+
+def _ib_index(f: Fault, names: list[str]) -> int | None:
+    """The NIC a fault names: ``cxN`` is GPU N's rail; an HCA name is looked up (the lab's
+    names follow the SKU's map, so mlx5_3 is GPU1's NIC on an HGX H100)."""
     if f.iface and f.iface.startswith("cx") and f.iface[2:].isdigit():
         return int(f.iface[2:])
     if f.iface and f.iface.startswith("mlx5_"):
-        return int(f.iface[5:])
+        return names.index(f.iface) if f.iface in names else None
     if f.kind == FaultKind.IB_PORT_DOWN and isinstance(f.value, (int, float)):
         return int(f.value)
     return 0

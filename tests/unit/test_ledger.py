@@ -112,9 +112,9 @@ def test_shipped_accounts_cover_every_stage():
 
 
 @pytest.mark.parametrize("text, message", [
-    (("accounts: {burnin: [provisioned, burned_in], quarantine: [quarantined, inspection], serving: [active],"
+    (("accounts: {burnin: [provisioned, burned_in, fabric], quarantine: [quarantined, inspection], serving: [active],"
      " waiting: [planned, discovered, validating]}"), "no account for stages ['draining']"),
-    (("accounts: {burnin: [provisioned, burned_in, active], quarantine: [quarantined, inspection],"
+    (("accounts: {burnin: [provisioned, burned_in, fabric, active], quarantine: [quarantined, inspection],"
      " serving: [active], waiting: [planned, discovered, validating, draining]}"), "is in accounts burnin and serving"),
     ("accounts: {burnin: [], quarantine: [], serving: []}", "accounts are"),
 ])

@@ -30,7 +30,9 @@ def test_healthy_pair_reaches_the_skus_internode_figure_on_every_rail():
     a, b = prof("a"), prof("b")
     assert fabric.internode_busbw({"a": a, "b": b}) == 372.0
     assert [ca["numa_node"] for ca in a["ib"]] == [0, 0, 0, 0, 1, 1, 1, 1]
-    assert {fabric.rail_gbps(a, f"mlx5_{i}", b, f"mlx5_{i}") for i in range(8)} == {392.4}
+    names = [p.nic for p in SKU.gpu_nic_map.pairs]  # the SKU's map names the lab's NICs
+    assert [ca["name"] for ca in a["ib"]] == names
+    assert {fabric.rail_gbps(a, n, b, n) for n in names} == {392.4}
 
 
 def test_a_slow_node_slows_every_group_it_is_in():
@@ -50,8 +52,8 @@ def test_a_bad_cable_slows_only_the_two_together_from_either_side():
 
 def test_a_degraded_rail_is_that_nic_only_with_any_partner():
     a, b = prof("a", {"kind": "degraded_rail", "iface": "cx3", "value": 180}), prof("b")
-    assert fabric.rail_gbps(b, "mlx5_3", a, "mlx5_3") == 180.0
-    assert fabric.rail_gbps(a, "mlx5_2", b, "mlx5_2") == 392.4
+    assert fabric.rail_gbps(b, "mlx5_5", a, "mlx5_5") == 180.0  # cx3: GPU3's NIC, mlx5_5 on a DGX H100
+    assert fabric.rail_gbps(a, "mlx5_4", b, "mlx5_4") == 392.4
 
 
 def test_a_down_port_takes_its_share_of_the_busbw():
@@ -62,7 +64,7 @@ def test_a_down_port_takes_its_share_of_the_busbw():
 def test_nic_numa_and_flapping_port_land_on_their_nic():
     a = prof("a", {"kind": "nic_numa", "iface": "cx2"}, {"kind": "flapping_port", "iface": "mlx5_5", "value": 40})
     assert a["ib"][2]["numa_node"] == 1 and a["ib"][3]["numa_node"] == 0
-    assert a["flapping"] == {"mlx5_5": 40}
+    assert a["flapping"] == {"mlx5_5": 40} and a["ib"][3]["name"] == "mlx5_5"
 
 
 def test_a_bad_cable_must_name_another_node_of_the_fleet():
@@ -84,16 +86,15 @@ def node_topology(p: dict):
 
 
 def test_topology_standin_shows_a_nic_on_the_wrong_numa_node():
-    from bringup.fabric.topology import ExpectedPair, ExpectedTopology, check_topology
+    from bringup.fabric.topology import check_topology
 
-    # the lab names the NIC of GPU i mlx5_i (the SKU's DGX map names others: see the report)
-    expected = ExpectedTopology(pairs=[ExpectedPair(gpu=i, nic=f"mlx5_{i}", numa=0 if i < 4 else 1)
-                                       for i in range(8)])
+    # the lab models the SKU's own map (DGX names: GPU2's NIC is mlx5_4), so a healthy node passes it
+    expected = SKU.gpu_nic_map
     healthy = node_topology(prof("a"))
     assert check_topology(healthy, expected).outcome == "pass"
-    assert healthy.gpu(5).numa_node == 1 and healthy.gpu(5).link("mlx5_5") == "PXB"
+    assert healthy.gpu(5).numa_node == 1 and healthy.gpu(5).link("mlx5_9") == "PXB"
     moved = node_topology(prof("b", {"kind": "nic_numa", "iface": "cx2"}))
-    assert moved.gpu(2).link("mlx5_2") == "SYS" and moved.gpu(6).link("mlx5_2") == "NODE"
+    assert moved.gpu(2).link("mlx5_4") == "SYS" and moved.gpu(6).link("mlx5_4") == "NODE"
     verdict = check_topology(moved, expected)
     assert verdict.outcome == "fail"
-    assert {(f.kind, f.gpu, f.nic) for f in verdict.findings} == {("far_nic", 2, "mlx5_2"), ("nic_numa", 2, "mlx5_2")}
+    assert {(f.kind, f.gpu, f.nic) for f in verdict.findings} == {("far_nic", 2, "mlx5_4"), ("nic_numa", 2, "mlx5_4")}
