@@ -194,7 +194,13 @@ def all_reduce_perf(p: dict, argv: list) -> int:
     out.append(f"# Avg bus bandwidth    : {total_bw / max(1, len(sizes)):.4g} ")
     out += ["#", "# Collective test concluded: all_reduce_perf", ""]
     time.sleep(float(p.get("tool_seconds", 0.2)))
-    print("\n".join(out))
+    if w is None:
+        print("\n".join(out))
+    else:
+        # under mpirun a rank's stdout is forwarded in the chunks it was written in, each
+        # tagged ([1,0]<stdout>:): one big write cut mid-line breaks a table row in two
+        for line in out:
+            print(line, flush=True)
     return 0
 
 

@@ -200,7 +200,10 @@ def test_runs_publish_a_fleet_table_and_node_summaries(seeded, flow_env):
     # the fabric test's pair matrix: the slow node's pairs failed, the healthy pools' passed
     pairs = json.loads(fabric[0].data) if isinstance(fabric[0].data, str) else fabric[0].data
     slow = [p for p in pairs if "ft-r01-n06" in p["pair"]]
-    assert len(slow) >= 2 and {p["outcome"] for p in slow} == {"fail"}, pairs
+    # (a first-round pair may come out unknown on a loaded machine: never a pass, and the
+    # blame rests on the two failures with known-good partners)
+    assert len([p for p in slow if p["outcome"] == "fail"]) >= 2 and "pass" not in {p["outcome"] for p in slow}, \
+        pairs
     assert any(p["pair"] in ("ft-r02-n01 - ft-r02-n02", "ft-r02-n02 - ft-r02-n01") and p["outcome"] == "pass"
                and p["rails"] == "8/8 pass" for p in pairs), pairs
     rows = json.loads(table[0].data) if isinstance(table[0].data, str) else table[0].data
