@@ -75,7 +75,8 @@ def test_each_node_gets_its_share_and_only_passed_nodes_walk_on(pool):
 
     def walk_rest(nodes):
         walked.extend(s.name for s in nodes)
-        return [Walk(lc.report(s.name), [lc.run_step(s.name, State.VALIDATING, "join")]) for s in nodes]
+        return [Walk(lc.report(s.name), [lc.run_step(s.name, State.VALIDATING, step) for step in ("join", "gate")])
+                for s in nodes]
 
     walks = fabric.through_fabric(selected, first, {"fabric_mode": "cross_rack"}, config=None, prefix="t",
                                   walk_rest=walk_rest)
@@ -94,7 +95,7 @@ def test_each_node_gets_its_share_and_only_passed_nodes_walk_on(pool):
     for n in ("n1", "n4"):
         ev = next(r for r in by[n].results if r.step == "fabric").evidence[0]
         assert ev.kind == "fabric" and "bad link or path" in ev.summary and ev.style == "warning"
-        assert [r.step for r in by[n].results] == ["fabric", "join"]
+        assert [r.step for r in by[n].results] == ["fabric", "join", "gate"]
     assert [w.report.node for w in walks] == ["n1", "n2", "n3", "n4", "n5"]
 
 
