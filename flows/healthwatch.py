@@ -38,6 +38,9 @@ def look_node(node: str, config: str | None = None) -> dict:
         look = rt.watch(node)
     finally:
         lc.release(node, me.holder)
+    # what a look costs: the operator's figure for sizing the watch's interval
+    print(f"{node}: look took {look.seconds:.1f} s (agent exit {look.agent_rc}), {len(look.signals)} signal(s), "
+          f"{'recorded' if look.changed or look.signals else 'nothing new, nothing written'}")
     return {"node": node, "skipped": "", "seconds": round(look.seconds, 2), "error": look.error,
             "signals": [f"{s.severity}: {s.message}" for s in look.signals],
             "critical": [s.message for s in look.critical], "evidence": look.evidence() if look.critical else None}

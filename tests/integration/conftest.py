@@ -41,21 +41,25 @@ def start_fleet_lab(home: Path, fleet, fleet_path: Path, kube_listen: str, *, ne
         for name in reversed(started):
             procs.stop(name, run)
 
-    for svc in SIM_SERVICES:
-        argv = [sys.executable, "-m", f"lab.{svc.module}", "serve", "--fleet", str(fleet_path), "--home", str(home)]
-        if svc.module == "kubeapi":
-            argv += ["--listen", kube_listen]
-        if svc.module == "bmcsim":
-            argv += ["--seed-listen", seed_listen]
-        procs.start(svc.name, argv, run_dir=run, log_dir=logs, cwd=REPO)
-        started.append(svc.name)
     host, port = kube_listen.split(":")
-    procs.wait_until(lambda: all(procs.port_open(n.bmc_address, n.bmc_port) for n in fleet.nodes),
-                     timeout=60, what="BMC simulator", log=logs / "bmcsim.log")
-    procs.wait_until(lambda: procs.port_open(host, int(port)) and (home / "kube" / "kubeconfig").exists(),
-                     timeout=60, what="Kubernetes API stand-in", log=logs / "kubeapi.log")
-    procs.wait_until(lambda: (home / "secrets" / "id_ed25519.pub").exists(), timeout=60, what="simulated nodes",
-                     log=logs / "nodes.log")
+    try:
+        for svc in SIM_SERVICES:
+            argv = [sys.executable, "-m", f"lab.{svc.module}", "serve", "--fleet", str(fleet_path), "--home", str(home)]
+            if svc.module == "kubeapi":
+                argv += ["--listen", kube_listen]
+            if svc.module == "bmcsim":
+                argv += ["--seed-listen", seed_listen]
+            procs.start(svc.name, argv, run_dir=run, log_dir=logs, cwd=REPO)
+            started.append(svc.name)
+        procs.wait_until(lambda: all(procs.port_open(n.bmc_address, n.bmc_port) for n in fleet.nodes),
+                         timeout=60, what="BMC simulator", log=logs / "bmcsim.log")
+        procs.wait_until(lambda: procs.port_open(host, int(port)) and (home / "kube" / "kubeconfig").exists(),
+                         timeout=60, what="Kubernetes API stand-in", log=logs / "kubeapi.log")
+        procs.wait_until(lambda: (home / "secrets" / "id_ed25519.pub").exists(), timeout=60, what="simulated nodes",
+                         log=logs / "nodes.log")
+    except BaseException:
+        stop()  # a lab that failed to start must not hold its addresses for the next test session
+        raise
     settings = {
         "site": fleet.site,
         "netbox_url": netbox_url,
