@@ -38,8 +38,7 @@ def main(site: str | None = None, timeout: float = 3600.0) -> int:
     print()
     print(summary_text(reports))
     print()
-    print(f"Prefect UI: {ctx.settings.prefect_api_url.removesuffix('/api')}/runs/flow-run/{run.id}"
-          " (artifact commission-fabric: the fabric test's pair matrix)")
+    print(f"Prefect UI: {ctx.settings.prefect_api_url.removesuffix('/api')}/runs/flow-run/{run.id}")
     print(f"NetBox:     {ctx.settings.netbox_url}/dcim/devices/?site={site}")
     print(f"Report:     {_report(ctx, site)}")
     ok = state is not None and state.is_completed()

@@ -19,7 +19,7 @@ from prefect import get_run_logger, task
 from prefect.artifacts import create_table_artifact
 
 from bringup.errors import BringupError
-from bringup.lifecycle import PATH, State, parse_state
+from bringup.lifecycle import PATH, TABLE, State, parse_state
 from bringup.results import StepResult
 
 from . import runtime
@@ -31,6 +31,8 @@ PLAIN: dict[str, Any] = {"persist_result": False}
 def crosses_fabric(until: str) -> bool:
     """Whether a walk to ``until`` goes through the fabric state (and past it)."""
     target = State(until)
+    if State.FABRIC not in PATH:  # the stage is off the commission path (see bringup.lifecycle_table)
+        return False
     return target in PATH and PATH.index(target) > PATH.index(State.FABRIC)
 
 
@@ -99,7 +101,8 @@ def through_fabric(selected: list, first: list, params: dict, *, config: str | N
     errors: list[str] = []
     if waiting:
         recorded, errors = fabric_test(waiting, len(waiting), params, config=config, prefix=prefix)
-    beyond = PATH[PATH.index(State.FABRIC) + 1:]
+    nxt = TABLE[State.FABRIC].success  # where a node goes once its fabric share is recorded
+    beyond = PATH[PATH.index(nxt):]
     again, keep = [], {}
     for s, w in zip(selected, first):
         stage = w.report.stage

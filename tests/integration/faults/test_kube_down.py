@@ -110,18 +110,16 @@ def test_quarantined_while_the_api_is_down_then_reconciled_once_it_is_back(seede
         kube.core.delete_node(QUARANTINED)
 
 
-#: walks a node with the real lifecycle to validating (burn-in passed), then stops; the
-#: pool's fabric test is not what this module is about: a passing result stands in for it
+#: walks a node with the real lifecycle to validating (burn-in passed), then stops
 _TO_VALIDATING = """
 from bringup.context import Context
 from bringup.stages import lifecycle
 from bringup.lifecycle import State
 lc = lifecycle(Context.from_settings())
 state = lc.start({node!r}, force=True)
-params = {{"burnin_profile": "quick", "fabric": {{"verdict": "pass", "reasons": [], "pairs": [], "links": []}}}}
 while state != State.VALIDATING:
     for st in lc.pending_steps({node!r}, state):
-        state = State(lc.run_step({node!r}, state, st.name, params).state)
+        state = State(lc.run_step({node!r}, state, st.name, {{"burnin_profile": "quick"}}).state)
     assert state not in (State.QUARANTINED, State.ACTIVE), state
 """
 

@@ -21,11 +21,11 @@ import pytest
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-HEALTHY = {"ft-r01-n01", "ft-r01-n05", "ft-r01-n07", "ft-r02-n01", "ft-r02-n02"}
-FAULTY = {"ft-r01-n02", "ft-r01-n03", "ft-r01-n04", "ft-r01-n06", "ft-r02-n03", "ft-r02-n04"}
+HEALTHY = {"ft-r01-n01", "ft-r02-n01", "ft-r02-n02"}
+FAULTY = {"ft-r01-n02", "ft-r01-n03", "ft-r01-n04", "ft-r02-n03", "ft-r02-n04"}
 #: nodes whose fault is found after the OS install / after the burn-in
-INSTALLED = HEALTHY | {"ft-r01-n04", "ft-r01-n06", "ft-r02-n03", "ft-r02-n04"}
-BURNED_IN = HEALTHY | {"ft-r01-n04", "ft-r01-n06", "ft-r02-n04"}
+INSTALLED = HEALTHY | {"ft-r01-n04", "ft-r02-n03", "ft-r02-n04"}
+BURNED_IN = HEALTHY | {"ft-r01-n04", "ft-r02-n04"}
 
 
 #: one commission run in its own process: imports first, then waits for the go file so

@@ -133,7 +133,8 @@ def test_step_result_of_a_pass_a_fail_and_the_figures():
     assert not bad.ok and bad.reasons == DOCS["n2"]["reasons"] and bad.evidence[0].style == "danger"
 
 
-@pytest.mark.parametrize(("until", "crosses"), [("active", True), ("validating", True), ("fabric", False),
+# the fabric stage is off the commission path for now (bringup.lifecycle_table): no walk crosses it
+@pytest.mark.parametrize(("until", "crosses"), [("active", False), ("validating", False), ("fabric", False),
                                                 ("provisioned", False)])
 def test_which_walks_go_through_the_fabric_test(until, crosses):
     assert fabric.crosses_fabric(until) is crosses
