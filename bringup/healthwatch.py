@@ -61,7 +61,7 @@ class WatchPolicy(BaseModel):
 #: every signal code assess() can raise: the policy must give each a rule
 SIGNAL_CODES = ("xid_fatal", "xid_other", "ecc_uncorrected_new", "ecc_corrected_growth", "row_remap_pending",
                 "row_remap_failure", "nvlink_down", "ib_port_down", "ib_link_downed_growth", "ib_error_growth",
-                "check_unreadable")
+                "check_unreadable", "gpus_unallocatable")
 
 
 def load_policy(path: Path | None = None) -> WatchPolicy:
@@ -264,11 +264,29 @@ def condition_signals(policy: WatchPolicy, conditions: Sequence[Condition]) -> l
     return out
 
 
+def allocatable_signals(policy: WatchPolicy, allocatable: Mapping[str, str] | None, expected: int,
+                        resource: str = "nvidia.com/gpu") -> list[Signal]:
+    """The device plugin hands out fewer GPUs than NetBox says the node has (it marked some
+    unhealthy, or lost them): the node serves less than it is counted for. An answer that is
+    missing or not a count is unknown, and said so."""
+    raw = (allocatable or {}).get(resource)
+    if raw is None or not str(raw).strip().isdigit():
+        return [_sig(policy, "check_unreadable", f"allocatable {resource} is {raw!r}: not a count", check="allocatable")]
+    if int(raw) < expected:
+        return [_sig(policy, "gpus_unallocatable", f"the device plugin advertises {raw} {resource}, NetBox expects "
+                     f"{expected}", allocatable=int(raw), expected=expected)]
+    return []
+
+
 def assess(policy: WatchPolicy, prev: Snapshot | None, cur: Snapshot, conditions: Sequence[Condition] = (),
-           fatal_xids: Sequence[int] = ()) -> list[Signal]:
-    """The signals of one look, critical ones first."""
+           fatal_xids: Sequence[int] = (), allocatable: Mapping[str, str] | None = None,
+           expected_gpus: int | None = None) -> list[Signal]:
+    """The signals of one look, critical ones first. ``allocatable`` and ``expected_gpus``
+    (the node's and NetBox's): compared when given."""
     out = [_sig(policy, "check_unreadable", f"check {name} did not answer ({why})", check=name)
            for name, why in sorted(cur.unreadable.items())]
+    if expected_gpus is not None:
+        out += allocatable_signals(policy, allocatable, expected_gpus)
     out += _gpu_signals(policy, prev, cur) + _xid_signals(policy, prev, cur, set(fatal_xids))
     out += _ib_signals(policy, prev, cur) + condition_signals(policy, conditions)
     return sorted(out, key=lambda s: s.severity != "critical")

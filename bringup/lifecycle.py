@@ -82,6 +82,9 @@ class Lifecycle:
     records: Records
     on_quarantine: Callable[[Any, str], str] = lambda node, reason: "not in the cluster"
     on_drain: Callable[[Any], str] | None = None
+    #: after a quarantine: the text saying why the node goes to hardware inspection (a repeat
+    #: offender, by the guard's policy), or None for re-burn-in as usual
+    repeat_offender: Callable[[Any], str | None] | None = None
     table: Mapping[State, Handler] = field(default_factory=lambda: TABLE)
     #: (node, holder) -> the node's record, for the renewals of a lease this process holds
     _leased: dict[tuple[str, str], Any] = field(default_factory=dict, init=False, repr=False)
@@ -231,6 +234,22 @@ class Lifecycle:
             cluster = f"could not cordon and taint yet ({exc}); the reconcile step will"
         self.records.journal(node, f"## Quarantined in state {at}\n\n" + "\n".join(f"- {r}" for r in reasons)
                              + f"\n\nKubernetes: {cluster}\n", kind="danger")
+        self._inspect_if_repeated(node, reason)
+
+    def _inspect_if_repeated(self, node: Any, reason: str) -> None:
+        """A node quarantined again within the repeat-offender window goes to hardware
+        inspection instead of waiting for another re-burn-in; what cannot be read leaves it
+        quarantined (an operator still sees it there)."""
+        if self.repeat_offender is None:
+            return
+        try:
+            why = self.repeat_offender(node)
+            if why:
+                self._transition(node, State.QUARANTINED, State.INSPECTION, status="failed",
+                                 fields={"bringup_reason": f"{why}; last: {reason}"[:4000]})
+                self.records.journal(node, f"## Marked for hardware inspection\n\n{why}\n", kind="danger")
+        except BringupError as exc:
+            log.warning("%s: could not check the repeat-offender rule: %s", node.name, exc)
 
     def hold(self, name: str, reason: str) -> None:
         """The node stays where it is (not its fault, or not known yet); NetBox says why."""

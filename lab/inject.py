@@ -20,7 +20,7 @@ from typing import Any
 from bringup.errors import LabError
 from bringup.sku import load_skus
 
-from .fleet import Fault, NodeSpec
+from .fleet import Fault, FaultKind, NodeSpec
 from .nodes.sshd import NodeDir
 
 
@@ -41,10 +41,40 @@ def inject(home: Path, node: NodeSpec, *faults: Fault) -> NodeSpec:
                        hint="commission it first; injection models faults that appear while a node serves")
     before = injected(home, node.name)
     now = node.model_copy(update={"faults": [*node.faults, *before, *faults]})
-    write_node_profile(now, load_skus()[node.sku], dict(state.get("versions") or {}), nd.root)
+    counters = _counters(nd.root)  # a profile rewrite is not a reboot: the ports keep their counts
+    sku = load_skus()[node.sku]
+    write_node_profile(now, sku, dict(state.get("versions") or {}), nd.root)
+    for path, value in counters.items():
+        path.write_text(f"{value}\n")
+    for f in faults:
+        if f.kind == FaultKind.FLAPPING_PORT:
+            _flap(nd.root, sku, f)
     path = nd.dir / "injected.json"
     path.write_text(json.dumps([f.model_dump(mode="json", exclude_none=True) for f in [*before, *faults]], indent=1))
     return now
+
+
+def _counters(root: Path) -> dict[Path, int]:
+    out = {}
+    for path in root.glob("sys/class/infiniband/*/ports/*/counters/*"):
+        text = path.read_text().strip()
+        if text.isdigit():
+            out[path] = int(text)
+    return out
+
+
+def _flap(root: Path, sku: Any, f: Fault) -> None:
+    """The port went down and up (twice) and took symbol errors meanwhile, as a loose cable
+    does: its counters grow by what a flap leaves in them."""
+    from .gpu.profile import _ib_index, nic_names
+    names = nic_names(sku)
+    idx = _ib_index(f, names)
+    if idx is None or idx >= len(names):
+        raise LabError(f"fault {f.kind}: no NIC {f.iface!r} on a {sku.sku}", hint="name it cx0..cx7 or mlx5_N")
+    counters = root / "sys/class/infiniband" / names[idx] / "ports" / "1" / "counters"
+    for name, grow in (("link_downed", 2), ("link_error_recovery", 2), ("symbol_error", int(f.value or 25))):
+        path = counters / name
+        path.write_text(f"{int(path.read_text().strip() or 0) + grow}\n")
 
 
 def advertise_gpus(kube: Any, name: str, count: int) -> None:

@@ -34,9 +34,10 @@ STEPS = {"discover": discover, "firmware": firmware, "bios": bios, "install": in
 def lifecycle(ctx: Context) -> Lifecycle:
     """The real lifecycle: NetBox records, Redfish/SSH/Kubernetes steps."""
     from ..spool import Spool
+    from .guard import repeat_offender
     return Lifecycle(steps={name: partial(fn, ctx) for name, fn in STEPS.items()}, records=NetBoxRecords(ctx),
                      on_quarantine=partial(isolate, ctx), on_drain=partial(drain_node, ctx),
-                     spool=Spool(ctx.settings.spool_path()))
+                     repeat_offender=partial(repeat_offender, ctx), spool=Spool(ctx.settings.spool_path()))
 
 
 __all__ = ["STEPS", "Row", "Selected", "Target", "due_for_reburnin", "lifecycle", "reconcile_fleet",

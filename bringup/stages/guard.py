@@ -96,3 +96,13 @@ def record_refusals(ctx: Context, decisions: Iterable[Decision]) -> list[str]:
                                     + (f"\n\nWanted because: {d.reason}" if d.reason else "")
                                     + f"\n\n{d.remediation}\n", kind="warning")
     return [d.node for d in refused]
+
+
+def repeat_offender(ctx: Context, rec, *, at: datetime | None = None, policy: GuardPolicy | None = None) -> str | None:
+    """After ``rec`` was quarantined: why it goes to hardware inspection (its quarantines in
+    the repeat-offender window, this one included, reached the policy's count), else None."""
+    from ..blastradius import followup
+    changes = ctx.netbox.stage_changes([rec.id]).get(rec.id, [])
+    _, quarantines = events_of(rec.name, changes)
+    f = followup(rec.name, quarantines, at or datetime.now(UTC), policy or load_policy())
+    return f.message if f.then == "inspection" else None

@@ -79,12 +79,14 @@ def look(ctx: Context, rec: NodeRecord, policy: WatchPolicy, fatal_xids: list[in
         out.agent_rc = run.rc
         out.snapshot = snapshot(doc, wanted=policy.checks)
         conds = conditions_of(ctx, rec.name)
+        allocatable = ctx.kube.node_state(rec.name).allocatable
     except BringupError as exc:
         out.error = str(exc)
         out.signals = [Signal("look_failed", "warning", f"the look could not be taken: {exc}")]
         out.seconds = time.monotonic() - started
         return out
-    out.signals = assess(policy, prev, out.snapshot, conds, fatal_xids)
+    out.signals = assess(policy, prev, out.snapshot, conds, fatal_xids, allocatable=allocatable,
+                         expected_gpus=rec.sku.gpu.count)
     out.changed = prev is None or prev != out.snapshot
     if out.changed or out.signals:
         from ..records import NetBoxRecords

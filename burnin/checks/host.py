@@ -78,6 +78,24 @@ def _read(path: str) -> str:
         return ""
 
 
+#: the port error counters the controller compares between two looks (sysfs names under
+#: ports/N/counters/, the kernel's sysfs-class-infiniband ABI); traffic counters are left out
+IB_ERROR_COUNTERS = ("symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors",
+                     "port_rcv_remote_physical_errors", "local_link_integrity_errors",
+                     "excessive_buffer_overrun_errors")
+
+
+def _counters(pdir: str) -> dict[str, int]:
+    """The port's error counters that read as integers (a missing or odd file is left out:
+    the controller treats a counter it cannot compare as unknown, never as zero)."""
+    out = {}
+    for name in IB_ERROR_COUNTERS:
+        text = _read(os.path.join(pdir, "counters", name))
+        if text.isdigit():
+            out[name] = int(text)
+    return out
+
+
 def _rate_gbps(text: str) -> float:
     m = re.match(r"\s*([0-9.]+)", text or "")
     return float(m.group(1)) if m else 0.0
@@ -100,6 +118,7 @@ class NetworkCheck(Check):
                 "phys_state": _read(os.path.join(pdir, "phys_state")),  # "5: LinkUp"
                 "rate": _read(os.path.join(pdir, "rate")),            # "400 Gb/sec (4X NDR)"
                 "link_layer": _read(os.path.join(pdir, "link_layer")),
+                "counters": _counters(pdir),
             }
         netdevs = {}
         for ndir in sorted(glob.glob(os.path.join(root, "sys/class/net/*"))):

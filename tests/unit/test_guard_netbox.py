@@ -92,3 +92,15 @@ def test_other_pools_and_sites_do_not_share_the_budget():
     changes = {r.id: [*COMMISSIONED, (ago(5), "draining")] for r in recs if r.name.startswith("m")}
     (d,) = guard.ask(ctx_with(recs, changes), [Request("n1", "drain")], at=NOW)
     assert d.allowed and d.pool == "train" and d.size == 3 and d.acted == 0
+
+
+def test_the_second_quarantine_in_thirty_days_is_a_repeat_offence():
+    rec = Rec(3, "n3")
+    once = ctx_with([rec], {3: [*COMMISSIONED, (ago(10), "quarantined")]})
+    assert guard.repeat_offender(once, rec, at=NOW) is None
+    twice = ctx_with([rec], {3: [(ago(60 * 24 * 20), "quarantined"), (ago(60 * 24 * 19), "planned"),
+                                 *COMMISSIONED, (ago(10), "quarantined")]})
+    assert "inspection" in guard.repeat_offender(twice, rec, at=NOW)
+    # older than the window: not counted
+    old = ctx_with([rec], {3: [(ago(60 * 24 * 40), "quarantined"), *COMMISSIONED, (ago(10), "quarantined")]})
+    assert guard.repeat_offender(old, rec, at=NOW) is None

@@ -142,3 +142,11 @@ def test_a_policy_without_a_rule_for_a_signal_is_refused(tmp_path):
     (tmp_path / "h.yaml").write_text(text)
     with pytest.raises(ConfigError, match="row_remap_failure"):
         hw.load_policy(tmp_path / "h.yaml")
+
+
+def test_a_device_plugin_that_lost_gpus_is_critical_and_an_odd_answer_unknown():
+    assert codes(hw.allocatable_signals(POLICY, {"nvidia.com/gpu": "7"}, 8)) == [("gpus_unallocatable", "critical")]
+    assert hw.allocatable_signals(POLICY, {"nvidia.com/gpu": "8"}, 8) == []
+    assert codes(hw.allocatable_signals(POLICY, {}, 8)) == [("check_unreadable", "warning")]
+    sig = hw.assess(POLICY, look(), look(), allocatable={"nvidia.com/gpu": "6"}, expected_gpus=8)
+    assert sig[0].code == "gpus_unallocatable" and "advertises 6" in sig[0].message

@@ -207,3 +207,30 @@ def test_missing_step_functions_are_refused():
 def test_module_docstring_draws_every_state():
     for state in State:
         assert state.value in (lc_mod.__doc__ or ""), state
+
+
+def test_a_repeat_offender_goes_to_inspection_after_its_quarantine():
+    rec = MemoryRecords("n1")
+    rec.nodes["n1"].stage = "burned_in"
+    seen = []
+
+    def offender(node):
+        seen.append(node.name)
+        return "n1 was quarantined 2 times in 30 days: marked for hardware inspection"
+    lc = Lifecycle(steps(), rec, repeat_offender=offender)
+    lc.quarantine("n1", State.BURNED_IN, ["XID 79"])
+    assert seen == ["n1"] and lc.state_of("n1") is State.INSPECTION
+    assert "hardware inspection" in rec.nodes["n1"].custom_fields["bringup_reason"]
+    assert "XID 79" in rec.nodes["n1"].custom_fields["bringup_reason"]
+
+
+def test_a_repeat_offender_rule_that_cannot_be_read_leaves_the_node_quarantined():
+    from bringup.errors import NetBoxUnavailable
+    rec = MemoryRecords("n1")
+    rec.nodes["n1"].stage = "burned_in"
+
+    def offender(node):
+        raise NetBoxUnavailable("change log unreachable")
+    lc = Lifecycle(steps(), rec, repeat_offender=offender)
+    lc.quarantine("n1", State.BURNED_IN, ["XID 79"])
+    assert lc.state_of("n1") is State.QUARANTINED

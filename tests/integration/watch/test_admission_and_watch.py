@@ -175,6 +175,21 @@ def test_xids_on_five_nodes_the_guard_acts_on_its_limit_and_a_pdb_holds_the_drai
     assert any(s["code"] == "xid_fatal" and s["severity"] == "critical" for s in health["signals"])
 
 
+def test_a_flapping_port_and_a_device_plugin_that_lost_gpus_are_seen_after_admission(commissioned, lab):
+    from flows import runtime
+    from flows.healthwatch import healthwatch
+    from lab.inject import advertise_gpus, inject
+    # wt-n08 serves again since its re-burn-in, and its last look is in NetBox
+    inject(lab.home, {n.name: n for n in lab.fleet.nodes}["wt-n08"],
+           Fault(kind=FaultKind.FLAPPING_PORT, iface="cx1", value=40))
+    advertise_gpus(kube(lab), "wt-n08", 7)
+    runtime.forget()
+    (row,) = healthwatch(nodes=["wt-n08"], act=False, config=lab.path)
+    assert row["critical"] >= 2, row
+    assert "link went down 2 time(s)" in row["signals"] and "advertises 7 nvidia.com/gpu" in row["signals"], row
+    assert nodes(lab)["wt-n08"].stage == "active"  # act=False: seen and recorded, not acted on
+
+
 def test_the_drained_node_is_reburned_and_stays_out_with_the_xid(commissioned, lab):
     from flows import runtime
     from flows.reburnin import reburnin
