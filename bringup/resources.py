@@ -63,8 +63,8 @@ def package_root(package: str) -> Path:
 def agent_dir() -> Path:
     """The burn-in agent package that is copied to nodes: installed next to ``bringup``
     (the checkout, or site-packages). Not looked up by import name: a Prefect worker runs
-    a flow with ``flows/`` on ``sys.path``, where ``burnin`` is the flow module
-    ``flows/burnin.py``."""
+    a flow with ``flows/`` on ``sys.path``, so no module there may be named like a top-level
+    package (the burn-in flow is ``flows/burnin_flow.py`` for that reason)."""
     path = CHECKOUT / "burnin"
     if (path / "__main__.py").is_file() and (path / "__init__.py").is_file():
         return path
