@@ -46,18 +46,14 @@ def facts_of(kube: Any, name: str) -> NodeFacts:
 def run_smoke(kube: Any, policy: ReadinessPolicy, node: str, gpus: int, *, poll: float = 1.0) -> PodOutcome:
     """Create the smoke pod (replacing one left by an earlier try), wait for its end within
     the policy's timeout, keep its log, delete it."""
-    from ..kube.pods import create_pod, delete_pod, pod_log, read_pod
+    from ..kube.pods import create_pod, delete_pod, pod_log, read_pod, wait_pod
 
     manifest = pod_manifest(policy, node, gpus)
     ns, name = manifest["metadata"]["namespace"], manifest["metadata"]["name"]
     if delete_pod(kube, ns, name):
         _wait_gone(kube, ns, name, read_pod)
     create_pod(kube, manifest)
-    deadline = time.monotonic() + policy.smoke.timeout_s
-    st = read_pod(kube, ns, name)
-    while not st.finished and time.monotonic() < deadline:
-        time.sleep(poll)
-        st = read_pod(kube, ns, name)
+    st = wait_pod(kube, ns, name, policy.smoke.timeout_s, poll=poll)
     try:
         log = pod_log(kube, ns, name)
     except KubeError as exc:  # a pod that never started has no log; say so in the evidence
