@@ -118,21 +118,25 @@ class RailResult:
 
 
 def run_rail(fs: FabricSsh, server: GroupNode, client: GroupNode, device: str, *, timeout: float = 120.0,
-             gpu: int | None = None, tries: int = 3, settle: float = 0.5) -> RailResult:
+             gpu: int | None = None, connect_wait: float = 30.0, settle: float = 0.5) -> RailResult:
     """``ib_write_bw`` on ``device`` of both nodes: the server first, then the client. The
-    client's "Couldn't connect" (the server not listening yet) is retried, as perftest
-    scripts do with a pause; the result read is the client's report."""
+    client's "Couldn't connect" (the server not listening yet: its ssh session and start
+    take seconds on a loaded node) is retried with a growing pause while the server still
+    runs, for up to ``connect_wait`` seconds, as perftest scripts wait for their server;
+    the result read is the client's report."""
     srv_cmd = ib_write_bw_argv(device, gpu=gpu)
     cli_cmd = ib_write_bw_argv(device, server=server.address, gpu=gpu)
     proc = fs.start(server.target, srv_cmd)
     try:
-        cli = None
-        for _ in range(max(1, tries)):
-            time.sleep(settle)
+        deadline = time.monotonic() + connect_wait
+        pause = settle
+        while True:
+            time.sleep(pause)
             cli = fs.run(client.target, cli_cmd, timeout)
-            if cli.rc == 0 or "Couldn't connect" not in cli.stdout + cli.stderr:
+            refused = cli.rc != 0 and "Couldn't connect" in cli.stdout + cli.stderr
+            if not refused or proc.poll() is not None or time.monotonic() + pause > deadline:
                 break
-        assert cli is not None
+            pause = min(pause * 2, 4.0)
         srv = fs.collect(server.target, proc, srv_cmd, timeout if cli.rc == 0 else 2.0)
     finally:
         if proc.poll() is None:

@@ -75,6 +75,10 @@ def node_documents(run: PoolRun, members: list[Member]) -> dict[str, dict[str, A
         else:
             unknowns.append(f"{m.name}: IB port counters not read ({before if isinstance(before, str) else after})")
         verdict = "fail" if fails else "unknown" if unknowns else "pass"
+        if verdict == "unknown":
+            # what its own tests said, so an unknown is never only "not enough partners"
+            unknowns += [f"pair {p['a']} - {p['b']} {p['outcome']}: {str(p['detail'])[:300]}"
+                         for p in pairs if p["outcome"] != "pass" and p.get("detail")]
         out[m.name] = {
             "verdict": verdict, "reasons": fails + unknowns if verdict != "pass" else [],
             "links": links, "blamed": blamed, "mode": run.mode,

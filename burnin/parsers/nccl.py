@@ -8,7 +8,9 @@ Layouts read:
   ("Out of bounds values : N FAILED") carry no ``#``;
 - launcher prefixes on every line: ``[0]`` (also in the middle of lines), OpenMPI
   ``--tag-output`` ``[1,0]<stdout>:``, and SkyPilot's ``(head, rank=0, pid=3808)``, alone or
-  stacked; ``<stderr>`` lines are dropped;
+  stacked; ``<stderr>`` lines are dropped; an OpenMPI tag in the middle of a line (mpirun
+  tags each chunk it reads, and a rank's buffered output can be cut mid-line: psij-python
+  #510) is removed, joining the line again;
 - ``NCCL INFO``/``WARN`` lines interleaved with the table (from other ranks too).
 """
 
@@ -20,6 +22,7 @@ _RANK_PREFIX = re.compile(r"\[\d+\]")
 # launcher prefixes at the start of a line, possibly stacked: SkyPilot, then OpenMPI
 _SKY = re.compile(r"^\([\w.-]+, rank=\d+, pid=\d+(?:, [^)]*)?\)\s?")
 _OMPI = re.compile(r"^\[\d+,\d+\]<(stdout|stderr|stddiag)>:")
+_OMPI_MID = re.compile(r"\[\d+,\d+\]<stdout>:")
 _OOB = re.compile(r"Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)", re.IGNORECASE)
 _AVG = re.compile(r"Avg bus bandwidth\s*:\s*([0-9.]+)", re.IGNORECASE)
 _VERSION = re.compile(r"nccl-tests version\s+(\S+)", re.IGNORECASE)
@@ -59,7 +62,8 @@ def strip_launcher(raw: str) -> str | None:
         if m:
             if m.group(1) != "stdout":
                 return None
-            line = line[m.end():]
+            # the rest of a cut line comes with a tag of its own: nccl-tests never prints one
+            line = _OMPI_MID.sub("", line[m.end():])
             continue
         break
     return _RANK_PREFIX.sub(" ", line).strip()

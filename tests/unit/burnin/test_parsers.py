@@ -126,6 +126,19 @@ def test_nccl_skypilot_and_openmpi_prefixes_stacked():
     assert strip_launcher("(worker1, rank=1, pid=2769, ip=10.100.10.12) Worker nodes") == "Worker nodes"
 
 
+def test_nccl_openmpi_tag_in_the_middle_of_a_cut_line_is_removed():
+    whole, cut = fixture("nccl-multinode", "psij510-tag-mid-line.txt").splitlines()
+    assert strip_launcher(whole) == strip_launcher(cut) == "ABCDEFGH"
+    # the recorded p5 run, each table row cut in two chunks as mpirun tags them (the
+    # mangling psij-python #510 shows): the same table comes back
+    text = fixture("nccl-tests", "awsome-batch-p5-tag-output.txt")
+    lines = []
+    for line in text.splitlines():
+        tag = line[:line.index(":") + 1] if line.startswith("[1,0]<stdout>:") else ""
+        lines.append(line[:30] + tag + line[30:] if tag and len(line) > 40 else line)
+    assert parse_nccl_perf("\n".join(lines))["rows"] == parse_nccl_perf(text)["rows"]
+
+
 def test_nccl_run_without_validation_is_never_a_pass():
     # superbenchmark's recorded run with -c 0: error column N/A and "validation: 0"
     p = parse_nccl_perf(fixture("nccl-tests", "superbench-allreduce-na-error.txt"))

@@ -59,3 +59,60 @@ def test_a_run_that_did_not_finish_is_unknown():
             return RunOutput(command, None, "", "", timeout, timed_out=True)
     r = run_nccl_group(Slow(0, ""), nodes("a", "b"), SSH, min_busbw_gbps=300, timeout=5)
     assert r.outcome == "unknown" and r.problems == ["mpirun did not finish within 5s"]
+
+
+class FakeServer:
+    """A perftest server process as :meth:`FabricSsh.start` hands it back."""
+
+    def __init__(self, alive=True):
+        self.alive = alive
+        self.killed = False
+
+    def poll(self):
+        return None if self.alive and not self.killed else 0
+
+    def kill(self):
+        self.killed = True
+
+    def wait(self):
+        return 0
+
+
+class RailSsh:
+    """The client is refused ``refusals`` times (its server still starting), then reports."""
+
+    def __init__(self, refusals, server):
+        self.refusals, self.server, self.clients = refusals, server, 0
+
+    def start(self, t, command):
+        return self.server
+
+    def run(self, t, command, timeout):
+        self.clients += 1
+        if self.clients <= self.refusals:
+            return RunOutput(command, 1, " Couldn't connect to 10.0.0.1:18515\n", "", 0.1, host=t.name)
+        return RunOutput(command, 0, (FIX / "perftest/cx7-ndr-write-gbits-cpufreq.txt").read_text(), "", 1.0)
+
+    def collect(self, t, proc, command, timeout):
+        return RunOutput(command, 0, "", "", 0.1, host=t.name)
+
+
+def test_a_rail_client_waits_for_a_slow_server_then_gives_up_at_its_deadline(monkeypatch):
+    from bringup.fabric import runner
+    clock = [0.0]
+    monkeypatch.setattr(runner.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
+    monkeypatch.setattr(runner.time, "monotonic", lambda: clock[0])
+    srv, cli = nodes("srv", "cli")
+    # a server that takes seconds to listen (a loaded node): the client keeps trying
+    fs = RailSsh(4, FakeServer())
+    r = runner.run_rail(fs, srv, cli, "mlx5_0", connect_wait=30)
+    assert fs.clients == 5 and r.result is not None and r.problem == ""
+    # one that never listens: the client gives up by the deadline, and the rail has no result
+    clock[0] = 0.0
+    fs = RailSsh(10**6, FakeServer())
+    r = runner.run_rail(fs, srv, cli, "mlx5_0", connect_wait=30)
+    assert r.result is None and "Couldn't connect" in r.problem and clock[0] <= 30
+    # a server that died: no point waiting for it
+    fs = RailSsh(10**6, FakeServer(alive=False))
+    runner.run_rail(fs, srv, cli, "mlx5_0", connect_wait=30)
+    assert fs.clients == 1

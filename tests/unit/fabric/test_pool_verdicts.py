@@ -110,6 +110,8 @@ def test_undecided_is_never_a_pass():
                      ["a", "b"])
     docs = node_documents(run, ms)
     assert {d["verdict"] for d in docs.values()} == {"unknown"}
+    # the pair's own detail is among the reasons, not only "not enough partners"
+    assert "pair a - b unknown: timed out" in docs["a"]["reasons"]
     run, ms = run_of({}, ["a"])
     assert node_documents(run, ms)["a"]["reasons"] == ["a has no partner for the fabric test"]
     run, ms = run_of({}, ["a", "b"])
