@@ -20,8 +20,9 @@ An admitted node carries labels that schedulers and operators select on:
                                block is the rack's NetBox location
 =============================  ===============================================
 
-(``rack`` and ``block`` are defined here as the keys the Kueue manifests select on;
-:func:`node_labels` does not set them yet.)
+(``rack`` and ``block`` are the keys the Kueue manifests select on: a node without its
+rack label would be left out of the pool's topology; block is set when NetBox gives the
+rack a location.)
 
 Every value is checked against the Kubernetes label-value syntax; a bad one is a
 :class:`~bringup.errors.ConfigError` naming the label, never a half-labelled node.
@@ -115,7 +116,7 @@ def _date(value: Any) -> str:
 
 
 def node_labels(sku: SkuSpec, pool: Pool, facts: Mapping[str, Any], burnin: Mapping[str, Any], *,
-                pool_name: str) -> dict[str, str]:
+                pool_name: str, rack: str = "", block: str = "") -> dict[str, str]:
     """The labels an admitted node gets.
 
     ``facts`` are observed values that take precedence over the SKU's expectations when
@@ -138,6 +139,7 @@ def node_labels(sku: SkuSpec, pool: Pool, facts: Mapping[str, Any], burnin: Mapp
         "nvidia.com/gpu.product": gpu_product_label(str(facts.get("gpu_product", sku.gpu.model))),
         "nvidia.com/gpu.memory": str(facts.get("gpu_memory_mib", sku.gpu.memory_mib)),
     }
+    labels.update({k: v for k, v in ((RACK_LABEL, rack), (BLOCK_LABEL, block)) if v})
     return validate_labels(labels)
 
 

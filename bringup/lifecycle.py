@@ -251,11 +251,15 @@ class Lifecycle:
         except BringupError as exc:
             log.warning("%s: could not check the repeat-offender rule: %s", node.name, exc)
 
-    def hold(self, name: str, reason: str) -> None:
-        """The node stays where it is (not its fault, or not known yet); NetBox says why."""
+    def hold(self, name: str, reason: str, evidence: list[Any] = ()) -> None:
+        """The node stays where it is (not its fault, or not known yet); NetBox says why,
+        with what was seen (``evidence``: an undecided fabric test's document) kept."""
         try:
             node = self.records.node(name)
-            self.records.write(node, fields={"bringup_reason": f"held in {node.stage}: {reason}"[:4000]})
+            fields: dict[str, Any] = {"bringup_reason": f"held in {node.stage}: {reason}"[:4000]}
+            if evidence:
+                fields["bringup_evidence"] = self.records.put_evidence(node, list(evidence))
+            self.records.write(node, fields=fields)
             self.records.journal(node, f"Held in state {node.stage}: {reason}", kind="warning")
         except BringupError as exc:  # NetBox itself may be what failed
             log.warning("%s: could not record why it is held (%s): %s", name, reason, exc)

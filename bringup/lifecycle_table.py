@@ -64,11 +64,9 @@ TABLE: dict[State, Handler] = {
     State.DISCOVERED: Handler((Step("firmware", ("bmc",)), Step("bios", ("bmc",)), Step("install", ("install", "bmc")),
                                Step("configure")), State.PROVISIONED, status="staged"),
     State.PROVISIONED: Handler((Step("burn_in", ("burnin",)),), State.BURNED_IN),
-    # judge leads to validating for now: the fabric stage below is built and tested at pool
-    # level, but not yet on the commission path (issue #14: the single-node runs of the
-    # fault suite need fabric partners first); flows.fabric records a node put in fabric
-    State.BURNED_IN: Handler((Step("judge"),), State.VALIDATING),
-    # pool-level: the flow runs the pool's fabric test, the step records each node's share
+    State.BURNED_IN: Handler((Step("judge"),), State.FABRIC),
+    # pool-level: a walk stops here, the flow runs the pool's fabric test once for every
+    # waiting node (flows.fabric), and the step records each node's share of it
     State.FABRIC: Handler((Step("fabric"),), State.VALIDATING),
     State.VALIDATING: Handler((Step("join"), Step("gate")), State.ACTIVE, status="active"),
     State.DRAINING: Handler((Step("drain"),), State.PROVISIONED, status="staged"),
@@ -85,7 +83,8 @@ ALLOWED = ({(s, h.success) for s, h in TABLE.items()} | EXTRA_TRANSITIONS
 
 STEP_NAMES = tuple(st.name for h in TABLE.values() for st in h.steps)
 #: the order of the states on the commission path, for progress displays
-PATH = (State.PLANNED, State.DISCOVERED, State.PROVISIONED, State.BURNED_IN, State.VALIDATING, State.ACTIVE)
+PATH = (State.PLANNED, State.DISCOVERED, State.PROVISIONED, State.BURNED_IN, State.FABRIC, State.VALIDATING,
+        State.ACTIVE)
 
 
 class LifecycleError(ConfigError):

@@ -6,7 +6,8 @@ Prefect artifacts and the CLI prints them with rich.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from .results import NodeReport, StepResult
 
@@ -64,4 +65,40 @@ def summary_text(reports: Iterable[NodeReport]) -> str:
         out.append(f"  QUARANTINED {r.node}: {'; '.join(r.reasons) or 'no reason recorded'}")
     for r in other:
         out.append(f"  {r.verdict.upper():11} {r.node}: stage {r.stage}; {'; '.join(r.reasons)}")
+    return "\n".join(out)
+
+
+def _fabric_cell(doc: Mapping[str, Any] | None) -> str:
+    if not doc:
+        return "-"
+    verdict = str(doc.get("verdict", "?"))
+    partners = ", ".join(doc.get("partners") or []) or "no partner"
+    best = max((p["busbw_gbps"] for p in doc.get("pairs") or [] if isinstance(p.get("busbw_gbps"), (int, float))
+                and p.get("outcome") == "pass"), default=None)
+    cell = f"{verdict} with {partners}" + (f" ({best:.1f} GB/s)" if best is not None else "")
+    links = [str(link.get("message")) for link in doc.get("links") or []]
+    if verdict != "pass":
+        cell += ": " + "; ".join(str(r) for r in doc.get("reasons") or [])
+    elif links:
+        cell += "; bad link: " + "; ".join(links)
+    return cell
+
+
+def _gate_cell(doc: Mapping[str, Any] | None) -> str:
+    if not doc:
+        return "-"
+    checks = doc.get("checks") or []
+    bad = [f"{c.get('name')}: {c.get('detail')}" for c in checks if not c.get("ok")]
+    return (f"refused: {'; '.join(bad)}" if bad else f"passed {len(checks)}/{len(checks)} checks")
+
+
+def acceptance_text(rows: Iterable[tuple[str, Mapping[str, Any] | None, Mapping[str, Any] | None]]) -> str:
+    """Per node (name, fabric document, gate document): what the pool's fabric test and
+    the readiness gate said, for the main job's printout; ``-`` where a node never got there."""
+    rows = sorted(rows, key=lambda r: r[0])
+    out = ["Fabric test and readiness gate:"]
+    width = max((len(n) for n, *_ in rows), default=4)
+    for name, fabric, gate in rows:
+        out.append(f"  {name:{width}}  fabric: {_fabric_cell(fabric)}")
+        out.append(f"  {'':{width}}  gate:   {_gate_cell(gate)}")
     return "\n".join(out)

@@ -25,7 +25,7 @@ def _lab(fleet: Path | None = None, prefect_db: str | None = None):
 
 
 @app.command()
-def up(fleet: Path = typer.Option(None, help="Fleet profile (default: the last one used, else lab/fleets/lab8.yaml)."),
+def up(fleet: Path = typer.Option(None, help="Fleet profile (default: the last one used, else lab/fleets/default.yaml)."),
        sims: bool = typer.Option(True, help="Also start the simulated hardware (BMCs, nodes, Kubernetes API)."),
        workers: int = typer.Option(None, min=1, help="Batch workers taking the child runs of large commissions "
                                                      "(default: as many as last time, else 1)."),

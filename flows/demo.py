@@ -10,7 +10,7 @@ import os
 import sys
 import time
 
-from bringup.report import summary_text
+from bringup.report import acceptance_text, summary_text
 
 
 def main(site: str | None = None, timeout: float = 3600.0) -> int:
@@ -38,6 +38,8 @@ def main(site: str | None = None, timeout: float = 3600.0) -> int:
     print()
     print(summary_text(reports))
     print()
+    print(acceptance_text(_acceptance(ctx, [r.node for r in reports])))
+    print()
     print(f"Prefect UI: {ctx.settings.prefect_api_url.removesuffix('/api')}/runs/flow-run/{run.id}")
     print(f"NetBox:     {ctx.settings.netbox_url}/dcim/devices/?site={site}")
     print(f"Report:     {_report(ctx, site)}")
@@ -58,6 +60,21 @@ def _watch(ctx, site: str, run_id, timeout: float) -> None:
             return "unknown", False
         return (st.type.value if st else "pending"), bool(st and st.is_final())
     watch(lambda: ctx.netbox.nodes(site=site), read_state, timeout=timeout)
+
+
+def _acceptance(ctx, names: list[str]) -> list:
+    """Each node's fabric and gate documents, as NetBox keeps them (None: never got there)."""
+    rows = []
+    for rec in ctx.netbox.nodes(names=names):
+        docs = []
+        for kind in ("fabric", "gate"):
+            try:
+                has = ctx.evidence.has(rec.custom_fields, kind)
+                docs.append(ctx.evidence.get(rec.name, rec.custom_fields, kind) if has else None)
+            except Exception as exc:  # noqa: BLE001 - one unreadable document is that node's line
+                docs.append({"verdict": "unreadable", "reasons": [str(exc)], "checks": []})
+        rows.append((rec.name, *docs))
+    return rows
 
 
 def _report(ctx, site: str) -> str:

@@ -31,14 +31,17 @@ PLAIN: dict[str, Any] = {"persist_result": False}
 def crosses_fabric(until: str) -> bool:
     """Whether a walk to ``until`` goes through the fabric state (and past it)."""
     target = State(until)
-    if State.FABRIC not in PATH:  # the stage is off the commission path (see bringup.lifecycle_table)
-        return False
     return target in PATH and PATH.index(target) > PATH.index(State.FABRIC)
 
 
 def held_reason(doc: dict[str, Any]) -> str:
     from bringup.stages.fabric import held_reason as reason
     return reason(doc)
+
+
+def held_evidence(doc: dict[str, Any]) -> Any:
+    from bringup.stages.fabric import held_evidence as evidence
+    return evidence(doc)
 
 
 @task(name="fabric", task_run_name="fabric test of {count} node(s)", **PLAIN)
@@ -69,7 +72,7 @@ def fabric_test(names: list[str], count: int, params: dict, config: str | None =
     for n in names:
         doc = docs.get(n) or {"verdict": "unknown", "reasons": [f"{n}: the fabric test returned nothing for it"]}
         if doc.get("verdict") not in ("pass", "fail"):
-            lc.hold(n, held_reason(doc))
+            lc.hold(n, held_reason(doc), evidence=[held_evidence(doc)])
             out[n] = held_reason(doc)
             log.warning("%s: %s", n, out[n])
             continue

@@ -281,7 +281,7 @@ def parse_fleet(doc: LocatedYaml, known_skus: dict[str, int] | None = None) -> F
     """Validate a loaded document. ``known_skus`` maps SKU slug -> compute NIC count."""
     if not isinstance(doc.data, dict):
         raise ConfigError(f"{doc.source}: a fleet profile is a mapping with site, pools and nodes",
-                          hint="see lab/fleets/lab8.yaml for an example")
+                          hint="see lab/fleets/default.yaml for an example")
     try:
         fleet = FleetProfile.model_validate(doc.data)
     except ValidationError as exc:

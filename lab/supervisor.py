@@ -28,7 +28,7 @@ from .postgres import Postgres
 from .prefect_server import PrefectServer
 from .redis import Redis
 
-DEFAULT_FLEET = REPO_ROOT / "lab" / "fleets" / "lab8.yaml"
+DEFAULT_FLEET = REPO_ROOT / "lab" / "fleets" / "default.yaml"
 
 
 @dataclass

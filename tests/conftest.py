@@ -104,8 +104,8 @@ def skus():
 
 
 @pytest.fixture(scope="session")
-def lab8(skus):
-    return load_fleet(REPO / "lab" / "fleets" / "lab8.yaml", nic_counts(skus))
+def lab_fleet(skus):
+    return load_fleet(REPO / "lab" / "fleets" / "default.yaml", nic_counts(skus))
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,8 @@ A pair that does not pass (fail or unknown) makes both its nodes suspects. Each 
 retested against known-good partners: nodes that passed a test, which clears both nodes
 and their path. A suspect that passes with one is good, and any good partner it failed
 with shares a bad *link* with it. A suspect that fails with two distinct good partners is
-the bad *node*. A suspect that runs out of good partners (``max_partners`` tried, or none
+the bad *node*; a first-round partner counts once a pass with another node cleared it (a
+pool of three with one slow node blames it: it failed with both others, who pass together). A suspect that runs out of good partners (``max_partners`` tried, or none
 free) without two failures or a pass is *unknown*: not enough evidence is never a pass.
 A first-round pair whose two nodes both turn out good failed only together: a bad link
 (or, when its own result was unknown, an unknown link).
@@ -53,13 +54,17 @@ def _failed_rails(evidence: Iterable[PairResult]) -> list[str]:
 
 
 class Localiser:
-    def __init__(self, nodes: list[FabricNode], first_round: list[tuple[str, str]], max_partners: int = 3):
+    def __init__(self, nodes: list[FabricNode], first_round: list[tuple[str, str]], max_partners: int = 3,
+                 known_good: set[str] | frozenset[str] = frozenset()):
         self.rack = {n.name: n.rack for n in nodes}
         self.order = sorted(self.rack, key=lambda n: (self.rack[n], n))
         self.first = list(first_round)
         self.max_partners = max(2, max_partners)
         self.results: list[PairResult] = []
-        self.good: set[str] = set()
+        #: good before any test (active nodes of the pool): a test with one of them, first
+        #: round included, is evidence about the other node alone
+        self.known_good = set(known_good)
+        self.good: set[str] = set(known_good)
         self.bad: set[str] = set()
         self.unknown: set[str] = set()
         self.suspects: list[str] = []
@@ -129,11 +134,16 @@ class Localiser:
                     if r.outcome == "fail" and r not in ev:
                         ev.append(r)
                 continue
-            fails = {r.other(node) for r in tests if r.outcome == "fail"}
+            fails = {r.other(node) for r in self._against_good(node)}
             if len(fails) >= 2:
                 self.bad.add(node)
             elif len(tests) >= self.max_partners:
                 self.unknown.add(node)
+
+    def _against_good(self, node: str) -> list[PairResult]:
+        """The failed tests of ``node`` with partners known good now: its retests, and any
+        earlier test (the first round's too) with a partner since cleared by a pass."""
+        return [r for r in self.results if r.has(node) and r.outcome == "fail" and r.other(node) in self.good]
 
     def _open(self) -> list[str]:
         return [s for s in self.suspects if s not in self.good and s not in self.bad and s not in self.unknown]
@@ -167,7 +177,7 @@ class Localiser:
     def findings(self) -> list[FabricFinding]:
         out: list[FabricFinding] = []
         for node in sorted(self.bad, key=self.order.index):
-            ev = [r for r in self.retests[node] if r.outcome == "fail"]
+            ev = self._against_good(node)
             first = [r for r in self.results if r.has(node) and r not in ev and r.outcome != "pass"]
             rails = _failed_rails(ev)
             partners = ", ".join(r.other(node) for r in ev)
@@ -213,9 +223,10 @@ class Localiser:
 
 
 def localise(nodes: list[FabricNode], first_round: list[tuple[str, str]], runner: Runner,
-             max_partners: int = 3, max_rounds: int = 50) -> Localiser:
+             max_partners: int = 3, max_rounds: int = 50,
+             known_good: set[str] | frozenset[str] = frozenset()) -> Localiser:
     """Run rounds until nothing is left to test; returns the planner (findings, verdicts)."""
-    loc = Localiser(nodes, first_round, max_partners=max_partners)
+    loc = Localiser(nodes, first_round, max_partners=max_partners, known_good=known_good)
     for _ in range(max_rounds):
         batch = loc.next_tests()
         if not batch:

@@ -134,8 +134,8 @@ class PoolTest:
         good = [m for m in self.members if not m.candidate]
         first, notes = first_round(candidates, good, self.mode, self.max_ring)
         nodes = [FabricNode(name=m.name, rack=m.rack) for m in self.members]
-        loc = Localiser(nodes, first)
-        loc.good |= {m.name for m in good}  # active nodes passed their own fabric test
+        # active nodes passed their own fabric test: good partners from the start
+        loc = Localiser(nodes, first, known_good={m.name for m in good})
         out = PoolRun(mode=self.mode, notes=notes, localiser=loc)
         for m in candidates:
             out.topology[m.name] = self._safe(lambda m=m: parse_topology_output(

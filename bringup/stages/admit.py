@@ -38,8 +38,10 @@ def join(ctx: Context, rec: NodeRecord, params: Mapping[str, Any], ready_timeout
     kube.wait_node_ready(rec.name, timeout=ready_timeout)
     pool = dict(rec.pool)
     pool_name = pool.pop("name", "default")
+    # rack and block (the rack's NetBox location): the levels of the pool's Kueue Topology
+    block = ctx.netbox.rack_locations(rec.site).get((rec.site, rec.rack), "") if rec.rack else ""
     labels = node_labels(rec.sku, Pool(**pool), {}, {"status": "pass", "date": rec.custom_fields.get("burnin_last")},
-                         pool_name=pool_name)
+                         pool_name=pool_name, rack=rec.rack or "", block=block)
     # schedulable for the smoke pod only: the readiness gate (next step) lifts the taint
     kube.admit(rec.name, labels, annotations={"bringup.io/netbox": rec.url}, pending=load_policy().taint)
     text = ("Joined Kubernetes (tainted validation-pending until the readiness gate passes) with labels:\n\n"

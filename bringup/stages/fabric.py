@@ -33,13 +33,14 @@ def fabric(ctx: Context, rec: NodeRecord, params: Mapping[str, Any]) -> StepResu
     return result_of(rec.name, doc)
 
 
-def result_of(node: str, doc: Mapping[str, Any]) -> StepResult:
-    """The step's result for one node's document (pure)."""
-    ok = doc.get("verdict") == "pass"
+def _summary(doc: Mapping[str, Any]) -> str:
+    """The journal text of a node's document: verdict, reasons, links, blamed, pairs."""
+    verdict = str(doc.get("verdict") or "unknown")
     reasons = [str(r) for r in doc.get("reasons") or []]
     links = [str(link.get("message")) for link in doc.get("links") or []]
     pairs = doc.get("pairs") or []
-    lines = [f"## Fabric test: {'PASS' if ok else 'FAIL'}", ""]
+    title = {"pass": "PASS", "fail": "FAIL"}.get(verdict, "UNDECIDED (held)")
+    lines = [f"## Fabric test: {title}", ""]
     lines += [f"- **{r}**" for r in reasons]
     lines += [f"- link finding (not this node's fault alone): {m}" for m in links]
     blamed = doc.get("blamed") or []
@@ -47,6 +48,15 @@ def result_of(node: str, doc: Mapping[str, Any]) -> StepResult:
     lines += [f"- pair {p['a']} - {p['b']}: {p['outcome']}"
               + (f", busbw {p['busbw_gbps']:.1f} GB/s" if isinstance(p.get("busbw_gbps"), (int, float)) else "")
               + (f" ({p['detail'][:200]})" if p.get("detail") else "") for p in pairs]
+    return "\n".join(lines)
+
+
+def result_of(node: str, doc: Mapping[str, Any]) -> StepResult:
+    """The step's result for one node's document (pure)."""
+    ok = doc.get("verdict") == "pass"
+    reasons = [str(r) for r in doc.get("reasons") or []]
+    links = [str(link.get("message")) for link in doc.get("links") or []]
+    pairs = doc.get("pairs") or []
     summary = "fabric test passed" if ok else "fabric test failed"
     if ok and links:
         summary += f"; {len(links)} bad link(s) with partners recorded"
@@ -55,8 +65,13 @@ def result_of(node: str, doc: Mapping[str, Any]) -> StepResult:
     return StepResult(node=node, step="fabric", ok=ok, summary=summary,
                       reasons=reasons if not ok else [],
                       figures={"fabric_busbw_gbps": best} if best is not None else {},
-                      evidence=[Evidence(kind="fabric", document=dict(doc), summary="\n".join(lines),
+                      evidence=[Evidence(kind="fabric", document=dict(doc), summary=_summary(doc),
                                          style="danger" if not ok else "warning" if links else "success")])
+
+
+def held_evidence(doc: Mapping[str, Any]) -> Evidence:
+    """An undecided node's document, kept as its fabric evidence while it is held."""
+    return Evidence(kind="fabric", document=dict(doc), summary=_summary(doc), style="warning")
 
 
 def held_reason(doc: Mapping[str, Any]) -> str:

@@ -41,6 +41,13 @@ def test_all_expected_labels_from_sku_and_pool():
         "nvidia.com/gpu.memory": str(sku.gpu.memory_mib),
     }
     assert labels["bringup.io/accelerator"] == "h100-80gb"
+    # the Kueue topology's levels: rack always, block where NetBox gives the rack a location
+    placed = node_labels(sku, pool, {}, BURNIN, pool_name="infer-h100", rack="r01", block="su1")
+    assert {k: v for k, v in placed.items() if k not in labels} == {"bringup.io/rack": "r01",
+                                                                    "bringup.io/block": "su1"}
+    assert "bringup.io/block" not in node_labels(sku, pool, {}, BURNIN, pool_name="p", rack="r01")
+    with pytest.raises(ConfigError, match="bringup.io/rack"):
+        node_labels(sku, pool, {}, BURNIN, pool_name="p", rack="rack 1")
 
 
 def test_observed_facts_win_over_the_sku():

@@ -55,7 +55,7 @@ def test_table_is_consistent_and_every_step_has_a_real_function():
         assert (state, handler.success) in ALLOWED
         assert (state, State.QUARANTINED) in ALLOWED
     assert path(State.PLANNED) == [State.PLANNED, State.DISCOVERED, State.PROVISIONED, State.BURNED_IN,
-                                   State.VALIDATING]
+                                   State.FABRIC, State.VALIDATING]
     assert path(State.ACTIVE) == []
 
 
@@ -86,7 +86,7 @@ def test_a_healthy_node_walks_to_active_and_only_transitions_write_the_stage():
     lc = Lifecycle(steps(), rec)
     assert walk(lc, "n1") is State.ACTIVE
     stages = [w["stage"] for _n, w in rec.writes if w["stage"]]
-    assert stages == ["discovered", "provisioned", "burned_in", "validating", "active"]
+    assert stages == ["discovered", "provisioned", "burned_in", "fabric", "validating", "active"]
     assert rec.nodes["n1"].status == "active"
 
 
@@ -183,7 +183,7 @@ def test_reburnin_enters_draining_and_comes_back_through_validating():
     assert lc.begin_reburnin("n1") is State.DRAINING
     assert walk(lc, "n1") is State.ACTIVE
     stages = [w["stage"] for _n, w in rec.writes if w["stage"]]
-    assert stages == ["draining", "provisioned", "burned_in", "validating", "active"]
+    assert stages == ["draining", "provisioned", "burned_in", "fabric", "validating", "active"]
 
 
 def test_only_the_lifecycle_writes_the_stage():

@@ -311,7 +311,7 @@ def test_the_judge_step_compares_with_the_fleet_and_carries_the_baseline(th):
 
 
 def test_the_lab_fleet_defaults_skip_peers_and_keep_the_low_busbw_node_for_its_gate(th):
-    """flow8/lab8: 4 nodes per SKU, identical simulated figures, one node at 300 GB/s. With the
+    """flow8 and the lab fleet: 3 or 4 burned-in nodes per SKU, identical simulated figures, one node at 300 GB/s. With the
     shipped defaults every peer check is skipped (3 peers, 5 needed): healthy nodes pass and
     the slow node fails for the SKU's busbw gate only."""
     from bringup.stages.judge import judge as judge_step

@@ -35,3 +35,21 @@ def test_node_markdown_lists_stages():
     assert md.startswith("# n2: quarantined")
     assert "| discover | skipped (done before) |" in md
     assert "| judge | **failed** | busbw low |" in md
+
+
+def test_acceptance_text_says_what_the_fabric_test_and_the_gate_said_per_node():
+    from bringup.report import acceptance_text
+    text = acceptance_text([
+        ("n1", {"verdict": "pass", "partners": ["n2"], "pairs": [{"busbw_gbps": 371.24, "outcome": "pass"}],
+                "links": [{"message": "n1 and n4 each pass with others but fail together"}]},
+         {"checks": [{"name": "ready", "ok": True}, {"name": "allocatable", "ok": True}]}),
+        ("n6", {"verdict": "fail", "partners": ["n1", "n2"], "reasons": ["n6 fails with known-good partners n1, n2"]},
+         None),
+        ("n7", {"verdict": "pass", "partners": ["n1"]},
+         {"checks": [{"name": "allocatable", "ok": False, "detail": "7, NetBox expects 8"}]}),
+    ])
+    lines = text.splitlines()
+    assert lines[1] == "  n1  fabric: pass with n2 (371.2 GB/s); bad link: n1 and n4 each pass with others but fail together"
+    assert lines[2].endswith("gate:   passed 2/2 checks")
+    assert "fail with n1, n2: n6 fails with known-good partners n1, n2" in lines[3] and lines[4].endswith("gate:   -")
+    assert lines[6].endswith("refused: allocatable: 7, NetBox expects 8")

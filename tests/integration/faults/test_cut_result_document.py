@@ -15,6 +15,7 @@ import pytest
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 NODE = "ft-r02-n02"          # healthy in flow8.yaml
+PARTNER = "ft-r02-n01"       # healthy, its pool's fabric partner in the rerun
 FILE = "/var/lib/bringup/burnin/result.json"
 
 
@@ -31,11 +32,11 @@ def fresh(seeded, postgres, flow_fleet):
     seed(seeded, flow_fleet, load_skus())
 
 
-def _commission(**kw):
+def _commission(*nodes):
     from flows import runtime
     from flows.commission import commission
     runtime.forget()
-    return commission(nodes=[NODE], force=True, **kw)
+    return commission(nodes=list(nodes), force=True)
 
 
 def _burnin_entries(nb, rec):
@@ -59,7 +60,7 @@ def test_a_cut_result_document_quarantines_naming_the_file_and_a_rerun_burns_in_
         return result
 
     monkeypatch.setattr(ansible_steps, "run_playbook", run_and_cut)
-    _commission()
+    _commission(NODE)
     assert cut == [NODE]
     rec = fresh.nodes(names=[NODE])[0]
     assert rec.stage == "quarantined", rec.stage
@@ -69,7 +70,7 @@ def test_a_cut_result_document_quarantines_naming_the_file_and_a_rerun_burns_in_
     assert len(_burnin_entries(fresh, rec)) == 1      # the cut document is kept as evidence
 
     monkeypatch.setattr(ansible_steps, "run_playbook", real)
-    _commission()
+    _commission(NODE, PARTNER)     # on through the pool's fabric test, with a partner
     rec = fresh.nodes(names=[NODE])[0]
     assert len(_burnin_entries(fresh, rec)) == 2      # burned in again
     assert rec.stage == "active", (rec.stage, rec.custom_fields.get("bringup_reason"))

@@ -27,6 +27,7 @@ FLEET = REPO / "tests" / "fixtures" / "fleets" / "flow8.yaml"   # the flow lab's
 QUARANTINED = "ft-r01-n02"
 #: healthy, walked to validating here; the flow tests expect it admitted, as it ends
 ADMITTED = "ft-r02-n01"
+PARTNER = "ft-r02-n02"       # ADMITTED's fabric partner on its way to validating
 
 
 class KubeApi:
@@ -110,17 +111,31 @@ def test_quarantined_while_the_api_is_down_then_reconciled_once_it_is_back(seede
         kube.core.delete_node(QUARANTINED)
 
 
-#: walks a node with the real lifecycle to validating (burn-in passed), then stops
+#: walks a node and its pool's fabric partner with the real lifecycle to validating
+#: (burn-in and the pool's fabric test passed), then stops
 _TO_VALIDATING = """
+from concurrent.futures import ThreadPoolExecutor
 from bringup.context import Context
 from bringup.stages import lifecycle
+from bringup.stages.fabric import pool_test
 from bringup.lifecycle import State
-lc = lifecycle(Context.from_settings())
-state = lc.start({node!r}, force=True)
-while state != State.VALIDATING:
-    for st in lc.pending_steps({node!r}, state):
-        state = State(lc.run_step({node!r}, state, st.name, {{"burnin_profile": "quick"}}).state)
-    assert state not in (State.QUARANTINED, State.ACTIVE), state
+ctx = Context.from_settings()
+lc = lifecycle(ctx)
+nodes = {nodes!r}
+
+def walk(name):
+    state = lc.start(name, force=True)
+    while state != State.FABRIC:
+        for st in lc.pending_steps(name, state):
+            state = State(lc.run_step(name, state, st.name, {{"burnin_profile": "quick"}}).state)
+        assert state not in (State.QUARANTINED, State.ACTIVE), state
+
+with ThreadPoolExecutor(2) as pool:
+    list(pool.map(walk, nodes))
+docs, _rows = pool_test(ctx, nodes)
+for name in nodes:
+    state = State(lc.run_step(name, State.FABRIC, "fabric", {{"fabric": docs[name]}}).state)
+    assert state == State.VALIDATING, (name, docs[name])
 """
 
 
@@ -134,7 +149,7 @@ def test_the_api_down_at_admission_holds_the_node_in_validating_and_fails_the_ru
     from flows.walk import RunFailed
 
     env = {**os.environ, "BRINGUP_CONFIG": str(flow_env), "PREFECT_API_URL": prefect_server.api_url}
-    walked = subprocess.run([sys.executable, "-c", _TO_VALIDATING.format(node=ADMITTED)], env=env,
+    walked = subprocess.run([sys.executable, "-c", _TO_VALIDATING.format(nodes=[ADMITTED, PARTNER])], env=env,
                             capture_output=True, text=True, timeout=900, check=False)
     assert walked.returncode == 0, walked.stderr[-3000:]
     assert _record(seeded, ADMITTED).stage == "validating"

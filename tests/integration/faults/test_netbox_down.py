@@ -117,7 +117,11 @@ def test_netbox_killed_mid_burn_in_loses_nothing_and_the_rerun_does_not_burn_in_
     monkeypatch.setitem(stages.STEPS, "burn_in", lambda ctx, rec, params: pytest.fail("burned in again"))
     _commission(faults_config)
     rec = nb.nodes(names=[NODE])[0]
-    assert rec.stage == "active", (rec.stage, rec.custom_fields.get("bringup_reason"))
+    # judged from the spooled burn-in and on to its pool's fabric test, where it waits for
+    # a partner (this NetBox has no other node of its pool past burn-in)
+    assert rec.stage == "fabric" and rec.custom_fields["burnin_status"] == "pass", \
+        (rec.stage, rec.custom_fields.get("bringup_reason"))
+    assert "no partner for the fabric test" in rec.custom_fields["bringup_reason"]
     burnin_entries = [e for e in nb.journal_entries(rec.id) if "kind=burnin " in e["comments"]]
     assert len(burnin_entries) == 1
     assert Spool(tmp_path / "spool").pending() == []

@@ -1,8 +1,8 @@
 """End to end: the commission flow over the whole lab, a crash mid-run, and a rerun.
 
-flow8.yaml has three healthy nodes and one fault for each stage that can catch one;
-every faulty node must end quarantined with its reason, and only the healthy ones may
-join Kubernetes.
+flow8.yaml has four healthy nodes and one fault for each stage that can catch one (the
+slow node: the train pool's fabric test); every faulty node must end quarantined with
+its reason, and only the healthy ones may join Kubernetes.
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ import pytest
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-HEALTHY = {"ft-r01-n01", "ft-r02-n01", "ft-r02-n02"}
+HEALTHY = {"ft-r01-n01", "ft-r01-n05", "ft-r02-n01", "ft-r02-n02"}
 #: node -> words its quarantine reason must contain
 FAULTY = {
     "ft-r01-n02": ["gpu"],              # GPU 5 missing at discovery
     "ft-r01-n03": ["IommuSupport"],     # BIOS setting that never takes
     "ft-r01-n04": ["busbw"],            # NCCL bandwidth below the SKU threshold
+    "ft-r01-n06": ["ft-r01-n06 fails with known-good partners"],  # slow across the fabric only
     "ft-r02-n03": ["570.86.15"],        # driver drift: both versions in the reason
     "ft-r02-n04": ["79"],               # XID 79
 }
@@ -70,7 +71,7 @@ def test_killed_after_burn_in_another_worker_judges_from_netbox_without_burning_
         reseeded, seeded, flow_env, prefect_server, tmp_path):
     # NetBox as on day one (the fault suite runs before this file and walks these nodes
     # too); this file's later tests build on the state its first two leave
-    nodes = ["ft-r01-n01", "ft-r01-n04"]          # healthy; low busbw
+    nodes = ["ft-r01-n01", "ft-r01-n04", "ft-r01-n05"]   # healthy; low busbw; n01's fabric partner
     env = {**os.environ, "BRINGUP_CONFIG": str(flow_env), "PREFECT_API_URL": prefect_server.api_url}
     first = subprocess.run([sys.executable, "-c", _BURN_AND_DIE.format(nodes=nodes)], env=env,
                            capture_output=True, text=True, timeout=600)
@@ -88,9 +89,10 @@ def test_killed_after_burn_in_another_worker_judges_from_netbox_without_burning_
                             timeout=600)
     assert second.returncode == 0, second.stderr[-3000:]
     after = _stages(seeded)
-    healthy = after["ft-r01-n01"]
-    assert healthy.stage == "active" and healthy.custom_fields["burnin_status"] == "pass", \
-        (healthy.stage, healthy.custom_fields.get("bringup_reason"), second.stderr[-2000:])
+    for name in ("ft-r01-n01", "ft-r01-n05"):
+        healthy = after[name]
+        assert healthy.stage == "active" and healthy.custom_fields["burnin_status"] == "pass", \
+            (name, healthy.stage, healthy.custom_fields.get("bringup_reason"), second.stderr[-2000:])
     assert after["ft-r01-n04"].stage == "quarantined"
     assert "busbw" in after["ft-r01-n04"].custom_fields["bringup_reason"]
     # judged from the stored document: no second burn-in document, one verdict each
@@ -115,7 +117,7 @@ def test_crash_mid_run_then_rerun_loses_nothing(seeded, flow_env, prefect_server
     deadline = time.monotonic() + 300
     try:
         while time.monotonic() < deadline:
-            if any(n.stage in ("provisioned", "burned_in") and n.name not in ("ft-r01-n01", "ft-r01-n04")
+            if any(n.stage in ("provisioned", "burned_in") and n.name not in ("ft-r01-n01", "ft-r01-n04", "ft-r01-n05")
                    for n in _stages(seeded).values()):
                 break
             assert proc.poll() is None, "the commission finished before it could be interrupted"
@@ -145,6 +147,7 @@ def test_crash_mid_run_then_rerun_loses_nothing(seeded, flow_env, prefect_server
         labels = verdicts[node]["labels"]
         assert labels["bringup.io/accelerator"] in ("h100-80gb", "h200-141gb")
         assert labels["bringup.io/burnin-status"] == "pass"
+        assert labels["bringup.io/rack"] == node.split("-")[1]     # a level of the pool's Kueue Topology
     # nothing was lost: a node provisioned before the crash was not installed twice
     for name, rec in before.items():
         if rec.stage in ("provisioned", "burned_in"):
@@ -225,6 +228,7 @@ def test_fleet_data_and_the_ledger_read_these_runs_back_from_netbox(seeded, flow
     entered = data.stages.groupby("node")["stage"].apply(list)
     for node in HEALTHY:
         assert entered[node][-1] == "active" and "burned_in" in entered[node], (node, entered[node])
+        assert entered[node].index("fabric") < entered[node].index("validating"), (node, entered[node])
     assert entered["ft-r01-n02"][-1] == "quarantined"
     per_node = ledger.node_ledger(data.nodes, data.stages, pd.Timestamp.now(tz="UTC"), gpu_hour_usd=2.0)
     assert set(per_node.index[per_node["accepted"]]) == HEALTHY
@@ -246,7 +250,7 @@ def test_report_cost_and_metrics_commands_read_this_fleet_from_netbox(seeded, fl
         assert p.returncode == 0, (args, p.stdout[-2000:], p.stderr[-2000:])
         return p.stdout
     out = run("report", "--site", "flow-test", "--out", str(tmp_path / "report"))
-    assert "8 nodes; report:" in out and "could not be read" not in out, out
+    assert "10 nodes; report:" in out and "could not be read" not in out, out
     page = (tmp_path / "report" / "index.html").read_text()
     for node in HEALTHY | set(FAULTY):
         assert node in page, node

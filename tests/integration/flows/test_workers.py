@@ -13,7 +13,7 @@ import pytest
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[3]
-HEALTHY = {"ft-r01-n01", "ft-r02-n01", "ft-r02-n02"}
+HEALTHY = {"ft-r01-n01", "ft-r01-n05", "ft-r02-n01", "ft-r02-n02"}
 
 
 @pytest.fixture

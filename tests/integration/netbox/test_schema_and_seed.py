@@ -44,34 +44,34 @@ def test_foreign_conflicting_object_is_never_overwritten(netbox):
     assert netbox.api.dcim.manufacturers.get(slug="supermicro").name == "Supermicro Inc"
 
 
-def test_seed_writes_planned_devices_with_macs_and_ips(netbox, lab8, skus):
+def test_seed_writes_planned_devices_with_macs_and_ips(netbox, lab_fleet, skus):
     netbox.apply_schema(load_schema())
-    report = seed(netbox, lab8, skus)
+    report = seed(netbox, lab_fleet, skus)
     assert len(report.created) == 8 and report.macs == 80
-    again = seed(netbox, lab8, skus)
+    again = seed(netbox, lab_fleet, skus)
     assert again.created == [] and len(again.existing) == 8 and again.macs == 0
     nodes = {n.name: n for n in netbox.nodes(site="lab-east")}
     assert len(nodes) == 8
-    for spec in lab8.nodes:
+    for spec in lab_fleet.nodes:
         rec = nodes[spec.name]
         assert rec.status == "planned" and rec.stage == "planned"
         assert rec.bmc_address == spec.bmc_address and rec.address == spec.address
         assert rec.macs == {i: spec.mac_of(i) for i in spec.interface_names(8)}
         assert rec.sku.sku == spec.sku
-        assert rec.pool["workload"] == lab8.pools[spec.pool].workload
+        assert rec.pool["workload"] == lab_fleet.pools[spec.pool].workload
     assert len(netbox.nodes(rack="r01")) == 4
     assert [n.name for n in netbox.nodes(names=["gpu-r02-n04"])] == ["gpu-r02-n04"]
 
 
-def test_seed_before_schema_says_what_to_do(netbox, lab8, skus):
+def test_seed_before_schema_says_what_to_do(netbox, lab_fleet, skus):
     from bringup.errors import NotFoundError
     with pytest.raises(NotFoundError, match="bringup netbox apply"):
-        seed(netbox, lab8, skus)
+        seed(netbox, lab_fleet, skus)
 
 
-def test_stage_custom_fields_and_journal(netbox, lab8, skus):
+def test_stage_custom_fields_and_journal(netbox, lab_fleet, skus):
     netbox.apply_schema(load_schema())
-    seed(netbox, lab8, skus)
+    seed(netbox, lab_fleet, skus)
     node = netbox.nodes(names=["gpu-r01-n01"])[0]
     netbox.update_node(node.id, stage="discovered", status="staged", fields={"gpu_serials": ["A", "B"]})
     netbox.journal(node.id, "### discovery\n\nall good", kind="success")

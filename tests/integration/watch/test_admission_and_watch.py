@@ -200,3 +200,21 @@ def test_the_drained_node_is_reburned_and_stays_out_with_the_xid(commissioned, l
     reburnin(nodes=["wt-n01"], burnin_profile="quick", config=lab.path)
     rec = nodes(lab)["wt-n01"]
     assert rec.stage == "quarantined" and "79" in (rec.custom_fields.get("bringup_reason") or "")
+
+
+def test_quarantined_again_within_a_month_goes_to_hardware_inspection(commissioned, lab):
+    """An operator forces the quarantined node through once more; its XID quarantines it a
+    second time within the repeat-offender window (guard.yaml: 2 in 30 days), so it goes
+    to hardware inspection instead of waiting for another re-burn-in."""
+    from flows import runtime
+    from flows.commission import commission
+    runtime.forget()
+    rows = commission(nodes=["wt-n01"], force=True, config=lab.path, batches=0)
+    rec = nodes(lab)["wt-n01"]
+    assert rec.stage == "inspection" and rec.status == "failed", (rec.stage, rows)
+    reason = rec.custom_fields.get("bringup_reason") or ""
+    assert "quarantined 2 times" in reason and "79" in reason, reason
+    journal = [e["comments"] for e in lab.nb.journal_entries(rec.id)]
+    assert any("Marked for hardware inspection" in t for t in journal)
+    # never admitted again: the cluster keeps it cordoned
+    assert kube(lab).node_state("wt-n01").unschedulable

@@ -47,11 +47,12 @@ def test_bad_node_found_with_two_distinct_good_partners():
     loc, findings, log = run(nodes, bad_nodes={"n005"})
     assert [(f.kind, f.nodes) for f in findings] == [("node", ["n005"])]
     partners = {r.other("n005") for r in findings[0].evidence if r.outcome == "fail"}
-    # its first-round partner n004 plus two distinct known-good retest partners
+    # its first-round partner n004 (cleared by its own retest) plus one known-good retest partner
     retest_partners = partners - {"n004"}
-    assert len(retest_partners) == 2 and retest_partners <= {n.name for n in nodes} - {"n005", "n004"}
+    assert "n004" in partners and len(retest_partners) == 1
+    assert retest_partners <= {n.name for n in nodes} - {"n005", "n004"}
     assert loc.verdicts()["n005"] == "fail" and loc.verdicts()["n004"] == "pass"
-    assert len(log) == 16 + 3
+    assert len(log) == 16 + 2
 
 
 def test_bad_link_when_both_nodes_pass_with_others():
@@ -74,14 +75,21 @@ def test_too_few_good_partners_is_unknown_never_pass():
 
 def test_one_good_partner_only_is_unknown_not_a_verdict():
     # n000-n001 pass; n002 and n003 both bad: each can be retested against n000 and n001,
-    # so they are found; with max_partners=2 and one good node, no.
+    # so they are found
     nodes = pool(4)
     loc = localise(nodes, [("n000", "n001"), ("n002", "n003")], fake_runner(bad_nodes={"n002", "n003"}))
     assert sorted((f.kind, tuple(f.nodes)) for f in loc.findings()) == [("node", ("n002",)), ("node", ("n003",))]
+    # a pool of three: n002 failed with n001 (first round; n001 passes with n000) and with
+    # n000 (retest): two distinct good partners
     loc = localise(nodes[:3], [("n000", "n001"), ("n002", "n001")], fake_runner(bad_nodes={"n002"}))
-    # n002 failed with n001 (first round) and n000 (retest): only one retest partner exists
-    assert [(f.kind, f.nodes) for f in loc.findings()] == [("unknown", ["n002"])]
+    assert [(f.kind, f.nodes) for f in loc.findings()] == [("node", ["n002"])]
+    assert "n002 fails with known-good partners n001, n000" in loc.findings()[0].message
+    # its test with n001 gave no result: one failure with a good partner (n000), and no
+    # partner left to try, is not enough to blame it, and never a pass
+    loc = localise(nodes[:3], [("n000", "n001"), ("n002", "n001")], fake_runner(unknown_pairs=[("n002", "n001")],
+                                                                                  bad_nodes={"n002"}))
     assert loc.verdicts()["n002"] == "unknown"
+    assert [(f.kind, f.nodes) for f in loc.findings()] == [("unknown", ["n002"])]
 
 
 def test_a_pair_with_an_unknown_result_is_never_a_pass():
@@ -118,3 +126,17 @@ def test_deterministic():
     a = run(pool(64), bad_nodes={"n010", "n040"}, bad_links=[("n020", "n021")])
     b = run(list(reversed(pool(64))), bad_nodes={"n010", "n040"}, bad_links=[("n020", "n021")])
     assert a[2] == b[2] and a[1] == b[1]
+
+
+def test_a_lone_candidate_failing_with_two_active_partners_is_blamed_its_first_test_counting():
+    """Active nodes are good from the start: the first-round test with one of them is
+    already evidence about the candidate, so one retest with a second is enough."""
+    nodes = [FabricNode(name=n, rack="r1") for n in ("slow", "g1", "g2")]
+    log = []
+    loc = localise(nodes, [("slow", "g1")], fake_runner(bad_nodes={"slow"}, log=log), known_good={"g1", "g2"})
+    assert log == [("slow", "g1"), ("slow", "g2")] and loc.verdicts()["slow"] == "fail"
+    [f] = loc.findings()
+    assert f.kind == "node" and f.message == "slow fails with known-good partners g1, g2"
+    # without them known good, the same two failures say nothing about who is to blame
+    loc = localise(nodes, [("slow", "g1")], fake_runner(bad_nodes={"slow"}))
+    assert loc.verdicts()["slow"] != "fail"

@@ -89,6 +89,7 @@ def test_each_node_gets_its_share_and_only_passed_nodes_walk_on(pool):
     assert "n2 fails with known-good partners n1, n3 on rail mlx5_5" in rec.nodes["n2"].custom_fields["bringup_reason"]
     # undecided: held in fabric with the reason, never passed
     assert rec.nodes["n3"].custom_fields["bringup_reason"].startswith("held in fabric: fabric test undecided: n3")
+    assert rec.evidence["n3"]["fabric"] == DOCS["n3"]   # what the test saw is kept in NetBox
     by = {w.report.node: w for w in walks}
     assert by["n3"].report.verdict == "held" and by["n2"].report.verdict == "quarantined"
     # the bad link's two ends passed, and the link is in both nodes' fabric evidence
@@ -133,8 +134,7 @@ def test_step_result_of_a_pass_a_fail_and_the_figures():
     assert not bad.ok and bad.reasons == DOCS["n2"]["reasons"] and bad.evidence[0].style == "danger"
 
 
-# the fabric stage is off the commission path for now (bringup.lifecycle_table): no walk crosses it
-@pytest.mark.parametrize(("until", "crosses"), [("active", False), ("validating", False), ("fabric", False),
-                                                ("provisioned", False)])
+@pytest.mark.parametrize(("until", "crosses"), [("active", True), ("validating", True), ("fabric", False),
+                                                ("burned_in", False), ("provisioned", False)])
 def test_which_walks_go_through_the_fabric_test(until, crosses):
     assert fabric.crosses_fabric(until) is crosses

@@ -107,9 +107,9 @@ def test_mac_on_unknown_interface():
         loads_fleet(GOOD.replace("cx3:", "eth9:"), SKUS)
 
 
-def test_lab8_profile_is_valid(lab8):
-    assert len(lab8.nodes) == 8
-    assert sum(1 for n in lab8.nodes if n.faults) >= 3
+def test_the_default_lab_fleet_is_valid(lab_fleet):
+    assert len(lab_fleet.nodes) == 10
+    assert sum(1 for n in lab_fleet.nodes if n.faults) >= 3
 
 
 def test_bmc_vendor_defaults_to_the_lab_bmc_and_must_name_a_profile():
@@ -135,6 +135,6 @@ def test_the_lab_fleets_mix_vendors():
     from bringup.sku import load_skus, nic_counts
     from lab.fleet import load_fleet
     root = Path(__file__).resolve().parents[3]
-    for path in (root / "lab/fleets/lab8.yaml", root / "tests/fixtures/fleets/flow8.yaml"):
+    for path in (root / "lab/fleets/default.yaml", root / "tests/fixtures/fleets/flow8.yaml"):
         vendors = {n.bmc_vendor for n in load_fleet(path, nic_counts(load_skus())).nodes}
         assert len(vendors) >= 3, path
