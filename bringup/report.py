@@ -88,7 +88,8 @@ def _gate_cell(doc: Mapping[str, Any] | None) -> str:
     if not doc:
         return "-"
     checks = doc.get("checks") or []
-    bad = [f"{c.get('name')}: {c.get('detail')}" for c in checks if not c.get("ok")]
+    # the gate keeps each check as {name, outcome, detail} (bringup.readiness.Check)
+    bad = [f"{c.get('name')}: {c.get('outcome')}: {c.get('detail')}" for c in checks if c.get("outcome") != "pass"]
     return (f"refused: {'; '.join(bad)}" if bad else f"passed {len(checks)}/{len(checks)} checks")
 
 

@@ -6,8 +6,8 @@ the runtime to run every waiting node's pool (``rt.fabric_test``: pairs within a
 default, ``cross_rack`` or ``ring`` as the run's ``fabric_mode``; active nodes of the pool
 as known-good partners), publishes the pair matrix (``<prefix>-fabric``) and records each
 node's document through the lifecycle's ``fabric`` step (the engine stays the one writer
-of the stage). A node the test could not decide is held in ``fabric`` with the reasons,
-never passed. In a split run every child run tests its own racks.
+of the stage). A node the test could not decide is held in ``fabric`` with the reasons
+and its document kept in NetBox, never passed. In a split run every child run tests its own racks.
 """
 
 from __future__ import annotations
@@ -98,8 +98,10 @@ def through_fabric(selected: list, first: list, params: dict, *, config: str | N
     from .walk import Walk
 
     lc = runtime.get(config).lifecycle()
+    # walked by this run and now in fabric: a "held" verdict there is only the reason an
+    # earlier run left (no partner then), and this run's test is the retry
     waiting = [w.report.node for w in first
-               if w.report.stage == State.FABRIC.value and w.report.verdict != "held" and not w.controller_error]
+               if w.report.stage == State.FABRIC.value and not w.skipped and not w.controller_error]
     recorded: dict[str, StepResult | str] = {}
     errors: list[str] = []
     if waiting:
@@ -111,7 +113,8 @@ def through_fabric(selected: list, first: list, params: dict, *, config: str | N
         stage = w.report.stage
         if s.name in recorded:
             stage = lc.state_of(s.name).value
-        if parse_state(stage) in beyond and not w.controller_error and w.report.verdict != "held":
+        held_here = isinstance(recorded.get(s.name), str)  # undecided in this run's test
+        if parse_state(stage) in beyond and not w.controller_error and not w.skipped and not held_here:
             again.append(s)
         else:
             keep[s.name] = w
@@ -133,7 +136,7 @@ def through_fabric(selected: list, first: list, params: dict, *, config: str | N
                 report = report.model_copy(update={"verdict": "held", "reasons": [res]})
             else:
                 w.results.append(res)
-            w = Walk(report, w.results, w.controller_error)
+            w = Walk(report, w.results, w.controller_error, skipped=w.skipped)
             publish_node(report, w.results, prefix=prefix)
         walks.append(w)
     if errors and walks:

@@ -118,6 +118,8 @@ class Walk:
     report: NodeReport
     results: list[StepResult] = field(default_factory=list)
     controller_error: str = ""
+    #: another run holds the node: this run did not walk it (its report says by whom)
+    skipped: bool = False
 
 
 @task(name="node", task_run_name="{node}", **PLAIN)
@@ -137,7 +139,7 @@ def walk_node(node: str, rack: str, params: dict, *, config: str | None = None, 
             report = skipped(lc, node, held, force)
             log.warning("%s", report.reasons[0])
             publish_node(report, results, prefix=prefix)
-            return Walk(report, results)
+            return Walk(report, results, skipped=True)
         lease.enter_context(Renewer(lambda: lc.renew(node, me.holder), lambda: lc.release(node, me.holder),
                                     every=RENEW_EVERY_S, logger=log))
         state = lc.begin_reburnin(node) if reburnin else lc.start(node, force=force)

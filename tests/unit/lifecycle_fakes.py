@@ -65,6 +65,8 @@ class MemoryRecords(leases.LeaseOps):
 
     def report(self, node, verdict: str) -> NodeReport:
         reason = str(node.custom_fields.get("bringup_reason") or "")
+        if verdict == "pending" and reason.startswith("held in"):  # as bringup.records does
+            verdict = "held"
         return NodeReport(node=node.name, rack=node.rack, verdict=verdict, stage=node.stage,
                           reasons=[r for r in reason.split("; ") if r])
 

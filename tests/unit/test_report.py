@@ -38,18 +38,24 @@ def test_node_markdown_lists_stages():
 
 
 def test_acceptance_text_says_what_the_fabric_test_and_the_gate_said_per_node():
+    from dataclasses import asdict
+
+    from bringup.readiness import Check
     from bringup.report import acceptance_text
     text = acceptance_text([
         ("n1", {"verdict": "pass", "partners": ["n2"], "pairs": [{"busbw_gbps": 371.24, "outcome": "pass"}],
                 "links": [{"message": "n1 and n4 each pass with others but fail together"}]},
-         {"checks": [{"name": "ready", "ok": True}, {"name": "allocatable", "ok": True}]}),
+         # as the gate step keeps its checks (asdict of bringup.readiness.Check)
+         {"checks": [asdict(Check("ready", "pass", "Ready")),
+                     asdict(Check("allocatable", "pass", "allocatable nvidia.com/gpu: 8"))]}),
         ("n6", {"verdict": "fail", "partners": ["n1", "n2"], "reasons": ["n6 fails with known-good partners n1, n2"]},
          None),
         ("n7", {"verdict": "pass", "partners": ["n1"]},
-         {"checks": [{"name": "allocatable", "ok": False, "detail": "7, NetBox expects 8"}]}),
+         {"checks": [asdict(Check("allocatable", "fail", "7, NetBox expects 8")),
+                     asdict(Check("smoke pod", "unknown", "no log"))]}),
     ])
     lines = text.splitlines()
     assert lines[1] == "  n1  fabric: pass with n2 (371.2 GB/s); bad link: n1 and n4 each pass with others but fail together"
     assert lines[2].endswith("gate:   passed 2/2 checks")
     assert "fail with n1, n2: n6 fails with known-good partners n1, n2" in lines[3] and lines[4].endswith("gate:   -")
-    assert lines[6].endswith("refused: allocatable: 7, NetBox expects 8")
+    assert lines[6].endswith("refused: allocatable: fail: 7, NetBox expects 8; smoke pod: unknown: no log")

@@ -138,3 +138,27 @@ def test_step_result_of_a_pass_a_fail_and_the_figures():
                                                 ("burned_in", False), ("provisioned", False)])
 def test_which_walks_go_through_the_fabric_test(until, crosses):
     assert fabric.crosses_fabric(until) is crosses
+
+
+def test_a_node_an_earlier_run_held_is_tested_again_and_a_node_another_run_holds_is_not(pool):
+    """A "held" verdict on a node this run walked is only the reason an earlier run left
+    (no partner then, or the API down at admission): this run tests it, or walks it on.
+    A node skipped because another run holds it is neither tested nor walked."""
+    rec, lc, rt, _tables = pool
+    for n in ("n1", "n4"):
+        rec.nodes[n].custom_fields["bringup_reason"] = f"held in fabric: fabric test undecided: {n} has no partner"
+    rec.nodes["n5"].stage = "validating"
+    rec.nodes["n5"].custom_fields["bringup_reason"] = "held in validating: join: API server unreachable"
+    selected = [Selected(n, "r1", rec.nodes[n].stage) for n in ("n1", "n2", "n4", "n5")]
+    first = [Walk(lc.report(s.name), skipped=s.name == "n2") for s in selected]
+    assert [w.report.verdict for w in first] == ["held", "pending", "held", "held"]
+    walked = []
+
+    def walk_rest(nodes):
+        walked.extend(s.name for s in nodes)
+        return [Walk(lc.report(s.name)) for s in nodes]
+
+    fabric.through_fabric(selected, first, {}, config=None, prefix="t", walk_rest=walk_rest)
+    assert rt.asked == [(["n1", "n4"], "rack")]
+    assert walked == ["n1", "n4", "n5"]
+    assert rec.nodes["n2"].stage == "fabric"   # the other run's: untouched here
