@@ -47,11 +47,12 @@ def test_foreign_conflicting_object_is_never_overwritten(netbox):
 def test_seed_writes_planned_devices_with_macs_and_ips(netbox, lab_fleet, skus):
     netbox.apply_schema(load_schema())
     report = seed(netbox, lab_fleet, skus)
-    assert len(report.created) == 8 and report.macs == 80
+    size = len(lab_fleet.nodes)   # ten nodes of 8 GPUs and 10 interfaces each
+    assert size == 10 and len(report.created) == size and report.macs == 10 * size
     again = seed(netbox, lab_fleet, skus)
-    assert again.created == [] and len(again.existing) == 8 and again.macs == 0
+    assert again.created == [] and len(again.existing) == size and again.macs == 0
     nodes = {n.name: n for n in netbox.nodes(site="lab-east")}
-    assert len(nodes) == 8
+    assert len(nodes) == size
     for spec in lab_fleet.nodes:
         rec = nodes[spec.name]
         assert rec.status == "planned" and rec.stage == "planned"
@@ -59,7 +60,7 @@ def test_seed_writes_planned_devices_with_macs_and_ips(netbox, lab_fleet, skus):
         assert rec.macs == {i: spec.mac_of(i) for i in spec.interface_names(8)}
         assert rec.sku.sku == spec.sku
         assert rec.pool["workload"] == lab_fleet.pools[spec.pool].workload
-    assert len(netbox.nodes(rack="r01")) == 4
+    assert len(netbox.nodes(rack="r01")) == 6
     assert [n.name for n in netbox.nodes(names=["gpu-r02-n04"])] == ["gpu-r02-n04"]
 
 
