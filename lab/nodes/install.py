@@ -186,7 +186,11 @@ def install_from_seed(node: NodeSpec, seed: Seed, user_data: str, home: Path, im
     install_kubeadm(nd.root)
     install_host_key(home, node, seed.host_private, seed.host_public)
     (nd.dir / "authorized_keys").write_text("".join(k.strip() + "\n" for k in seed.authorized_keys))
-    nd.env_file.write_text(json.dumps(node_env(node, versions, nd.root), indent=2, sort_keys=True))
+    # faults injected while it served are its hardware's (an XID, a flapping port): a new OS
+    # does not take them away
+    from lab.inject import injected
+    hardware = node.model_copy(update={"faults": [*node.faults, *injected(home, node.name)]})
+    nd.env_file.write_text(json.dumps(node_env(hardware, versions, nd.root), indent=2, sort_keys=True))
     never = node.has_fault(FaultKind.NEVER_RETURNS)
     state = {"name": node.name, "installed": not never, "image": manifest.name, "image_url": image_url,
              "versions": versions, "installed_at": time.time(),
