@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .fabric.models import best_busbw
 from .results import NodeReport, StepResult
 
 #: figures shown as fleet-table columns, in this order, when any node has them
@@ -73,8 +74,7 @@ def _fabric_cell(doc: Mapping[str, Any] | None) -> str:
         return "-"
     verdict = str(doc.get("verdict", "?"))
     partners = ", ".join(doc.get("partners") or []) or "no partner"
-    best = max((p["busbw_gbps"] for p in doc.get("pairs") or [] if isinstance(p.get("busbw_gbps"), (int, float))
-                and p.get("outcome") == "pass"), default=None)
+    best = best_busbw(doc)
     cell = f"{verdict} with {partners}" + (f" ({best:.1f} GB/s)" if best is not None else "")
     links = [str(link.get("message")) for link in doc.get("links") or []]
     if verdict != "pass":

@@ -113,8 +113,7 @@ def through_fabric(selected: list, first: list, params: dict, *, config: str | N
         stage = w.report.stage
         if s.name in recorded:
             stage = lc.state_of(s.name).value
-        held_here = isinstance(recorded.get(s.name), str)  # undecided in this run's test
-        if parse_state(stage) in beyond and not w.controller_error and not w.skipped and not held_here:
+        if parse_state(stage) in beyond and not w.controller_error and not w.skipped:
             again.append(s)
         else:
             keep[s.name] = w

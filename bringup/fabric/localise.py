@@ -5,8 +5,9 @@ retested against known-good partners: nodes that passed a test, which clears bot
 and their path. A suspect that passes with one is good, and any good partner it failed
 with shares a bad *link* with it. A suspect that fails with two distinct good partners is
 the bad *node*; a first-round partner counts once a pass with another node cleared it (a
-pool of three with one slow node blames it: it failed with both others, who pass together). A suspect that runs out of good partners (``max_partners`` tried, or none
-free) without two failures or a pass is *unknown*: not enough evidence is never a pass.
+pool of three with one slow node blames it: it failed with both others, who pass
+together). A suspect that runs out of good partners (``max_partners`` tried, or none free)
+without two failures or a pass is *unknown*: not enough evidence is never a pass.
 A first-round pair whose two nodes both turn out good failed only together: a bad link
 (or, when its own result was unknown, an unknown link).
 
@@ -61,9 +62,7 @@ class Localiser:
         self.first = list(first_round)
         self.max_partners = max(2, max_partners)
         self.results: list[PairResult] = []
-        #: good before any test (active nodes of the pool): a test with one of them, first
-        #: round included, is evidence about the other node alone
-        self.known_good = set(known_good)
+        #: known good before any test (the pool's active nodes), then every node that passed one
         self.good: set[str] = set(known_good)
         self.bad: set[str] = set()
         self.unknown: set[str] = set()

@@ -6,7 +6,8 @@ end, its output could not be read, a rail is missing) is never counted as a pass
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -49,3 +50,9 @@ class FabricFinding(BaseModel):
     hca: str | None = None
     port: int | None = None
     evidence: list[PairResult] = Field(default_factory=list)
+
+
+def best_busbw(doc: Mapping[str, Any]) -> float | None:
+    """The best bus bandwidth among a node document's passing pairs (None: no such pair)."""
+    return max((p["busbw_gbps"] for p in doc.get("pairs") or [] if isinstance(p.get("busbw_gbps"), (int, float))
+                and p.get("outcome") == "pass"), default=None)

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..context import Context
 from ..errors import ConfigError
+from ..fabric.models import best_busbw
 from ..netbox_adapter import NodeRecord
 from ..results import Evidence, StepResult
 
@@ -56,12 +57,10 @@ def result_of(node: str, doc: Mapping[str, Any]) -> StepResult:
     ok = doc.get("verdict") == "pass"
     reasons = [str(r) for r in doc.get("reasons") or []]
     links = [str(link.get("message")) for link in doc.get("links") or []]
-    pairs = doc.get("pairs") or []
     summary = "fabric test passed" if ok else "fabric test failed"
     if ok and links:
         summary += f"; {len(links)} bad link(s) with partners recorded"
-    best = max((p["busbw_gbps"] for p in pairs if isinstance(p.get("busbw_gbps"), (int, float))
-                and p.get("outcome") == "pass"), default=None)
+    best = best_busbw(doc)
     return StepResult(node=node, step="fabric", ok=ok, summary=summary,
                       reasons=reasons if not ok else [],
                       figures={"fabric_busbw_gbps": best} if best is not None else {},
