@@ -19,7 +19,6 @@ from typing import Any
 import pynetbox
 import requests
 from requests.adapters import HTTPAdapter
-from urllib3.util.retry import Retry
 
 from .errors import (
     ConflictError,
@@ -31,6 +30,7 @@ from .errors import (
     NetBoxUnavailable,
     NotFoundError,
 )
+from .http_retry import retry_policy
 from .nbschema import MARK, Action, Change, Schema, diff, marked
 from .sku import SkuSpec
 
@@ -38,11 +38,10 @@ DEVICE_ROLE = "gpu-server"
 
 
 def connect(url: str, token: str, *, timeout: float = 30.0, retries: int = 3) -> pynetbox.api:
-    """A pynetbox API with timeouts and retries (connection errors and 502/503/504 only)."""
+    """A pynetbox API with timeouts and retries (:func:`retry_policy`)."""
     api = pynetbox.api(url, token=token)
     session = requests.Session()
-    retry = Retry(total=retries, connect=retries, read=0, status=retries, backoff_factor=0.5,
-                  status_forcelist=(502, 503, 504), allowed_methods=None, raise_on_status=False)
+    retry = retry_policy(retries)
     session.mount("http://", HTTPAdapter(max_retries=retry, pool_maxsize=32))
     session.mount("https://", HTTPAdapter(max_retries=retry, pool_maxsize=32))
     original = session.request

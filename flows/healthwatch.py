@@ -22,10 +22,11 @@ from bringup.lifecycle import State
 
 from . import guarded, runtime
 from .artifacts import _key
-from .walk import RunFailed, claimant, run_ended
+from .walk import RETRY, RunFailed, claimant, run_ended
 
 
-@task(name="look", retries=0)
+# a transient error (NetBox or the API restarting) is looked at again after a pause
+@task(name="look", **RETRY)
 def look_node(node: str, config: str | None = None) -> dict:
     """One look at ``node`` under its lease; a node another run holds is skipped."""
     rt = runtime.get(config)
@@ -80,7 +81,8 @@ def healthwatch(site: str | None = None, rack: str | None = None, tag: str | Non
     log = get_run_logger()
     rt = runtime.get(config)
     active = [s for s in rt.select(site=site, rack=rack, tag=tag, names=nodes) if s.stage == State.ACTIVE.value]
-    looks = [f.result() for f in [look_node.submit(s.name, config) for s in active]]
+    futures = [(s.name, look_node.submit(s.name, config)) for s in active]
+    looks = [outcome(name, f.result(raise_on_failure=False)) for name, f in futures]
     suspects = [lk for lk in looks if lk["critical"]]
     decisions = []
     acted: dict[str, str] = {}
@@ -95,13 +97,35 @@ def healthwatch(site: str | None = None, rack: str | None = None, tag: str | Non
             note = _queue_reburnin(sorted(acted), config)
             log.info(note)
             acted = {n: f"{v}; {note}" for n, v in acted.items()}
-    rows = [{"node": lk["node"], "signals": "; ".join(lk["signals"]) or ("skipped: " + lk["skipped"]
-                                                                        if lk["skipped"] else "quiet"),
+    rows = [{"node": lk["node"], "signals": "; ".join(lk["signals"]) or _quiet(lk),
              "critical": len(lk["critical"]), "action": acted.get(lk["node"], ""), "look s": lk.get("seconds", "")}
             for lk in looks]
     create_table_artifact(key=_key("healthwatch-looks"), table=rows or [{"node": "", "signals": "no active nodes"}],
                           description=f"{len(looks)} active node(s) looked at, {len(suspects)} with critical signals")
-    text = refusals(decisions)
+    text = "; ".join(t for t in (refusals(decisions), blind(looks)) if t)
     if text:
-        raise RunFailed(text, hint="an operator must look before more nodes leave service")
+        raise RunFailed(text, hint="an operator must look before more nodes leave service, or at why "
+                                   "a node could not be looked at")
     return rows
+
+
+def _quiet(look: dict) -> str:
+    if look.get("failed"):
+        return "look failed, health unknown: " + look["failed"]
+    return "skipped: " + look["skipped"] if look["skipped"] else "quiet"
+
+
+def outcome(node: str, result) -> dict:
+    """A look's row; a look that failed (after its retries) is one with nothing known about
+    the node: no signal, so no action, and the run fails at its end (:func:`blind`)."""
+    if not isinstance(result, BaseException):
+        return result
+    return {"node": node, "skipped": "", "failed": f"{result.__class__.__name__}: {result}",
+            "signals": [], "critical": []}
+
+
+def blind(looks: list[dict]) -> str:
+    """What the run could not see: the nodes whose look failed, with why."""
+    failed = [f"{lk['node']} ({lk['failed']})" for lk in looks if lk.get("failed")]
+    return f"{len(failed)} node(s) could not be looked at, their health is unknown: {', '.join(failed)}" \
+        if failed else ""
