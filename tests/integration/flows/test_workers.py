@@ -14,6 +14,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[3]
 HEALTHY = {"ft-r01-n01", "ft-r01-n05", "ft-r02-n01", "ft-r02-n02"}
+#: two racks, each with its healthy pair (the fabric test's partners) and one faulty node:
+#: ft-r01-n02 stops at discovery (a GPU missing), ft-r02-n04 installs and fails burn-in
+NODES = sorted(HEALTHY | {"ft-r01-n02", "ft-r02-n04"})
 
 
 @pytest.fixture
@@ -47,9 +50,10 @@ def test_two_workers_share_one_commission_and_the_limits_hold_across_them(reseed
     from flows.commission import commission
     runtime.forget()
     t0 = time.time()
-    rows = commission(site="flow-test", batches=2)
+    rows = commission(nodes=NODES, batches=2)
     assert {r["node"] for r in rows if r["verdict"] == "admitted"} == HEALTHY
-    assert {r["verdict"] for r in rows if r["node"] not in HEALTHY} == {"quarantined"}
+    assert {r["node"]: r["verdict"] for r in rows if r["node"] not in HEALTHY} == {
+        "ft-r01-n02": "quarantined", "ft-r02-n04": "quarantined"}
 
     # each worker ran exactly one of the two child runs
     with get_client(sync_client=True) as client:
@@ -66,11 +70,11 @@ def test_two_workers_share_one_commission_and_the_limits_hold_across_them(reseed
     # the install limit (1) held across both workers: no two installs overlapped
     ctx = Context.from_settings(os.environ["BRINGUP_CONFIG"])
     spans = []
-    for rec in ctx.netbox.nodes(site="flow-test"):
+    for rec in ctx.netbox.nodes(names=NODES):
         if ctx.evidence.has(rec.custom_fields, "install"):
             doc = ctx.evidence.get(rec.name, rec.custom_fields, "install")
             spans.append((doc["started"], doc["finished"], rec.rack))
     spans.sort()
-    assert len(spans) >= 6 and {rack for *_t, rack in spans} == {"r01", "r02"}
+    assert len(spans) >= 5 and {rack for *_t, rack in spans} == {"r01", "r02"}
     for (a0, a1, _), (b0, _b1, _) in zip(spans, spans[1:]):
         assert b0 >= a1 - 0.5, ("installs overlapped", spans)
