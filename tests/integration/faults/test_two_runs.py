@@ -73,8 +73,13 @@ def test_two_runs_at_once_walk_each_node_once_and_the_loser_says_who_holds_it(
     assert set(verdicts[0]) == set(verdicts[1]) == HEALTHY | FAULTY
 
     held = {(i, node): row for i, v in enumerate(verdicts) for node, row in v.items() if row["verdict"] == "held"}
-    assert held, "neither run found a node held by the other"
+    # a run holds a node for one of two reasons: the other run has its lease (skipped), or
+    # this run walked it into fabric and the other run had its pool partners (waiting)
+    waits = {k for k, row in held.items() if "fabric test undecided" in " ".join(row["reasons"])}
+    assert set(held) - waits, "neither run found a node held by the other"
     for (i, node), row in held.items():
+        if (i, node) in waits:
+            continue
         why = " ".join(row["reasons"])
         assert f"held by run {ids[1 - i]}" in why and "skipped" in why, (node, why)
         # the other run walked it: to its end, or into fabric to wait for a partner
