@@ -33,7 +33,7 @@ from contextlib import contextmanager
 
 import httpx
 from prefect.client.orchestration import get_client
-from prefect.exceptions import ObjectNotFound, PrefectHTTPStatusError
+from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound, PrefectHTTPStatusError
 
 from .orchestrator import is_unavailable, through_outage
 
@@ -58,7 +58,15 @@ def ensure_limits(limits: dict[str, int], *, overwrite: bool = True) -> list[str
             if name not in sizes:
                 created.append(name)
             if overwrite or name not in sizes:
-                client.upsert_global_concurrency_limit_by_name(name, limit)
+                try:
+                    client.upsert_global_concurrency_limit_by_name(name, limit)
+                except ObjectAlreadyExists:
+                    # another run created it between our listing and our create (two runs
+                    # started at once on a fresh server): theirs stands unless we resize
+                    if name in created:
+                        created.remove(name)
+                    if overwrite:
+                        client.upsert_global_concurrency_limit_by_name(name, limit)
     return created
 
 
