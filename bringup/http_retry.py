@@ -25,7 +25,7 @@ class IdempotentRetry(Retry):
         return super().increment(method, url, response, error, _pool, _stacktrace)
 
 
-def retry_policy(retries: int = 3, *, statuses: tuple[int, ...] = (502, 503, 504)) -> Retry:
+def retry_policy(retries: int = 3) -> Retry:
     """Up to ``retries`` sends again, with a growing pause (0.5 s, 1 s, 2 s ...)."""
     return IdempotentRetry(total=retries, connect=retries, read=retries, status=retries, backoff_factor=0.5,
-                           status_forcelist=statuses, allowed_methods=None, raise_on_status=False)
+                           status_forcelist=(502, 503, 504), allowed_methods=None, raise_on_status=False)

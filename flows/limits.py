@@ -55,18 +55,18 @@ def ensure_limits(limits: dict[str, int], *, overwrite: bool = True) -> list[str
     with get_client(sync_client=True) as client:
         sizes = _limit_sizes(client)
         for name, limit in limits.items():
+            if name in sizes and not overwrite:
+                continue
+            try:
+                client.upsert_global_concurrency_limit_by_name(name, limit)
+            except ObjectAlreadyExists:
+                # another run created it between our listing and our create (two runs
+                # started at once on a fresh server): theirs stands unless we resize
+                if overwrite:
+                    client.upsert_global_concurrency_limit_by_name(name, limit)
+                continue
             if name not in sizes:
                 created.append(name)
-            if overwrite or name not in sizes:
-                try:
-                    client.upsert_global_concurrency_limit_by_name(name, limit)
-                except ObjectAlreadyExists:
-                    # another run created it between our listing and our create (two runs
-                    # started at once on a fresh server): theirs stands unless we resize
-                    if name in created:
-                        created.remove(name)
-                    if overwrite:
-                        client.upsert_global_concurrency_limit_by_name(name, limit)
     return created
 
 
