@@ -5,7 +5,7 @@
 Generates a fleet profile of N healthy nodes in a temp dir, starts the fleet BMC simulator
 as its own process (as the lab does), then measures, side by side in one run:
 
-- concurrent discovery: ``bringup.discovery.discover`` (session login, ``$expand``,
+- concurrent discovery: ``bringup.discovery.crawl.discover`` (session login, ``$expand``,
   ``concurrency`` worker threads, full verification);
 - the same ``discover`` with ``concurrency=1`` (what concurrency alone buys);
 - a plain sequential crawl with the same DMTF library: one BMC after the other, log in,
@@ -41,7 +41,7 @@ import yaml
 from redfish import redfish_client
 from requests.adapters import HTTPAdapter
 
-from bringup.discovery import discover
+from bringup.discovery.crawl import discover
 from bringup.redfish import Credentials
 from bringup.sku import load_skus, nic_counts
 from lab.bmcsim.expect import expected_nodes

@@ -3,15 +3,15 @@
     .venv/bin/python bench/report.py --nodes 10000 --burnins 5
 
 Every node gets ``--burnins`` burn-ins, each a burn-in document and a verdict stored as
-:mod:`bringup.evidence` journal entries (the codec's own blocks, SHA-256 and all), and a
+:mod:`bringup.netbox.evidence` journal entries (the codec's own blocks, SHA-256 and all), and a
 stage timeline from planned through re-burn-ins (one run in seven fails and goes through
 quarantine and a forced restart). The history is made lazily, node by node, and read by
-the same pure functions the CLI uses (:func:`bringup.fleetdata.build`, then
-:func:`bringup.ledger.node_ledger` and :func:`~bringup.ledger.pool_ledger`): every
+the same pure functions the CLI uses (:func:`bringup.insight.fleetdata.build`, then
+:func:`bringup.insight.ledger.node_ledger` and :func:`~bringup.insight.ledger.pool_ledger`): every
 document is decoded and parsed, none is skipped. To keep the synthesis itself out of the
 figures, documents come from a few dozen pre-encoded variants (each still decoded and
 parsed on every use). Prints seconds and peak RSS; targets (2 cores): <= 10 s, <= 1 GB.
-With ``--out DIR`` it also writes the full report there (:func:`bringup.fleetreport.write`:
+With ``--out DIR`` it also writes the full report there (:func:`bringup.insight.fleetreport.write`:
 tables, plots, page, CSV and Parquet) and prints its time and the peak RSS after it.
 """
 
@@ -26,9 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bringup.evidence import encode
-from bringup.fleetdata import JournalEntry, NodeHistory, StageChange, build
-from bringup.ledger import node_ledger, pool_ledger
+from bringup.netbox.evidence import encode
+from bringup.insight.fleetdata import JournalEntry, NodeHistory, StageChange, build
+from bringup.insight.ledger import node_ledger, pool_ledger
 
 T0 = datetime(2026, 1, 5, tzinfo=UTC)
 VARIANTS = 32
@@ -151,7 +151,7 @@ def main() -> None:
     print(f"DataFrames {t_data:.2f} s, with the ledger {total:.2f} s; peak RSS {rss_mib:.0f} MiB "
           f"(targets: <= 10 s, <= 1024 MiB)")
     if args.out:
-        from bringup.fleetreport import write
+        from bringup.insight.fleetreport import write
         t_report = time.perf_counter()
         index = write(args.out, fd, at=at, gpu_hour_usd=2.0)
         t_report = time.perf_counter() - t_report

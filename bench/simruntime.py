@@ -1,6 +1,6 @@
 """A timed stand-in runtime for the flows, to measure the orchestration alone.
 
-The real lifecycle engine (:class:`bringup.lifecycle.Lifecycle`, its table, transitions
+The real lifecycle engine (:class:`bringup.lifecycle.engine.Lifecycle`, its table, transitions
 and progress) runs unchanged; only the step functions and the node records are stand-ins:
 each step sleeps its duration, and node records are JSON files in a folder, so the
 controller and every worker process share them as they would share NetBox. The bench
@@ -18,11 +18,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bringup import lease as leases
-from bringup.evidence import EvidenceStore, Ref
-from bringup.lifecycle import STEP_NAMES, Lifecycle
-from bringup.results import NodeReport, StepResult
-from bringup.stages.select import Selected
+from bringup.netbox import lease as leases
+from bringup.netbox.evidence import EvidenceStore, Ref
+from bringup.lifecycle.engine import STEP_NAMES, Lifecycle
+from bringup.lifecycle.results import NodeReport, StepResult
+from bringup.lifecycle.select import Selected
 
 
 @dataclass

@@ -11,9 +11,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
-from .netbox_adapter import NetBox, NodeRecord, connect
-from .settings import Settings, load_settings
+from bringup.errors import ConfigError
+from bringup.netbox.adapter import NetBox, NodeRecord, connect
+from bringup.settings import Settings, load_settings
 
 
 class Context:
@@ -36,21 +36,21 @@ class Context:
 
     @cached_property
     def evidence(self):
-        """Each stage's documents, kept in NetBox (see :mod:`bringup.evidence`)."""
-        from .evidence import EvidenceStore
+        """Each stage's documents, kept in NetBox (see :mod:`bringup.netbox.evidence`)."""
+        from bringup.netbox.evidence import EvidenceStore
         return EvidenceStore(self.netbox)
 
     # --- BMC ------------------------------------------------------------------------------------
     @cached_property
     def credentials(self):
         """``credentials_for(address)`` from the settings' BMC credentials file."""
-        from .redfish import load_credentials
+        from bringup.redfish import load_credentials
         if not self.settings.bmc_credentials_file:
             raise ConfigError("settings have no bmc_credentials_file")
         return load_credentials(self.settings.bmc_credentials_file)
 
     def bmc(self, address: str, timeout: float = 10.0):
-        from .redfish import connect as redfish_connect
+        from bringup.redfish import connect as redfish_connect
         s = self.settings
         return redfish_connect(address, self.credentials(address), port=s.bmc_port,
                                ca_bundle=str(s.bmc_ca_bundle) if s.bmc_ca_bundle else None,
@@ -58,7 +58,7 @@ class Context:
 
     # --- nodes over SSH -------------------------------------------------------------------------
     def ssh_access(self):
-        from .ansible import SshAccess
+        from bringup.remote.ansible import SshAccess
         return SshAccess.from_settings(self.settings)
 
     def host(self, rec: NodeRecord) -> dict[str, dict[str, Any]]:
@@ -67,7 +67,7 @@ class Context:
     # --- Kubernetes -----------------------------------------------------------------------------
     @cached_property
     def kube(self):
-        from .kube import KubeAdapter
+        from bringup.kube import KubeAdapter
         if not self.settings.kubeconfig:
             raise ConfigError("settings have no kubeconfig")
         return KubeAdapter.from_kubeconfig(self.settings.kubeconfig)

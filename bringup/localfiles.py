@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-from .errors import SecretFileError
+from bringup.errors import SecretFileError
 
 
 def check_secret_file(path: str | Path, what: str, *, missing_hint: str) -> Path:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from .errors import ConfigError
+from bringup.errors import ConfigError
 
 PACKAGE = Path(__file__).resolve().parent
 #: where the wheel puts the top-level data folders

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import ConfigError
-from .localfiles import read_secret_file
-from .yamlio import load_file, validation_error
+from bringup.errors import ConfigError
+from bringup.localfiles import read_secret_file
+from bringup.yamlio import load_file, validation_error
 
 
 def state_dir() -> Path:

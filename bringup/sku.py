@@ -12,11 +12,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import ConfigError, ParseError
-from .fabric.topology import ExpectedTopology
-from .firmware import FirmwareRule
-from .resources import data_dir
-from .yamlio import load_file, validation_error
+from bringup.errors import ConfigError, ParseError
+from bringup.fabric.topology import ExpectedTopology
+from bringup.provision.firmware_policy import FirmwareRule
+from bringup.resources import data_dir
+from bringup.yamlio import load_file, validation_error
 
 SCHEMA_DIR = data_dir("netbox")
 
@@ -52,7 +52,7 @@ class SkuSpec(BaseModel):
     # which NIC sits behind which GPU's PCIe switch (bringup.fabric.topology); optional so a
     # SKU without one is checked as unknown, never passed
     gpu_nic_map: ExpectedTopology | None = None
-    #: firmware each component must run (bringup.firmware); none: firmware is only listed
+    #: firmware each component must run (bringup.provision.firmware_policy); none: firmware is only listed
     firmware: list[FirmwareRule] = []
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from .errors import ConfigError
+from bringup.errors import ConfigError
 
 PathKey = tuple[str | int, ...]
 

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from bringup.discovery import bmc_inventory, inventory_document, read_password_file
+from bringup.discovery.crawl import bmc_inventory, inventory_document, read_password_file
 from bringup.errors import BringupError
 from bringup.redfish import Credentials
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from bringup.netbox_adapter import NetBox, connect
+from bringup.netbox.adapter import NetBox, connect
 from bringup.settings import Settings, load_settings
 
 console = Console()

@@ -1,5 +1,5 @@
 """``bringup cost``: the GPU-hours ledger per pool (and per node with ``--nodes``), priced
-at the settings' ``gpu_hour_usd``, read from NetBox through :mod:`bringup.fleetdata`."""
+at the settings' ``gpu_hour_usd``, read from NetBox through :mod:`bringup.insight.fleetdata`."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ app = typer.Typer()
 
 def _fleet(config: Path | None, site: str | None, rack: str | None):
     """The settings and the fleet's tables (one place for tests to replace)."""
-    from bringup.fleetdata import load
+    from bringup.insight.fleetdata import load
 
     from .common import netbox, settings
     s = settings(config)
@@ -38,7 +38,7 @@ def cost(site: str = typer.Option(None), rack: str = typer.Option(None),
     """GPU-hours by account (burn-in, quarantine, waiting, serving), failed burn-ins, time
     from planned to serving, and the effective cost per accepted node: every GPU-hour
     spent, serving or not, over the nodes that reached serving."""
-    from bringup.ledger import node_ledger, pool_ledger
+    from bringup.insight.ledger import node_ledger, pool_ledger
     try:
         when = pd.Timestamp(at) if at else pd.Timestamp(datetime.now(UTC))
     except ValueError as exc:

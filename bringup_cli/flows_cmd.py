@@ -18,8 +18,8 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from bringup.lifecycle import PATH, State, parse_state
-from bringup.report import fleet_rows, summary_text
+from bringup.lifecycle.engine import PATH, State, parse_state
+from bringup.insight.run_summary import fleet_rows, summary_text
 
 from .common import console
 
@@ -51,8 +51,8 @@ def discover(site: str = typer.Option(None), rack: str = typer.Option(None), nod
     and evidence go to NetBox. Nodes past discovery are only listed (their stage never
     moves back)."""
     from bringup.errors import BringupError
-    from bringup.results import StepResult
-    from bringup.stages import lifecycle, select
+    from bringup.lifecycle.results import StepResult
+    from bringup.pipeline import lifecycle, select
     ctx = _ctx(config)
     lc = lifecycle(ctx)
     selected = select(ctx, site=site, rack=rack, tag=tag, names=node or None)
@@ -93,7 +93,7 @@ def commission(site: str = typer.Option(None), rack: str = typer.Option(None), n
     ctx = _ctx(config)
     if ctx.settings.prefect_api_url:
         os.environ.setdefault("PREFECT_API_URL", ctx.settings.prefect_api_url)
-    from bringup.stages import lifecycle, select
+    from bringup.pipeline import lifecycle, select
     from flows.commission import commission as commission_flow  # Prefect only here, in the front end
     selected = select(ctx, site=site, rack=rack, tag=tag, names=node or None)
     config_arg = str(config.resolve()) if config else None
@@ -146,7 +146,7 @@ def reconcile(site: str = typer.Option(None), rack: str = typer.Option(None), no
     """Make Kubernetes agree with NetBox: quarantined and inspection nodes cordoned and
     tainted, draining ones cordoned (what the scheduled ``reconcile`` flow does). Exit 1
     when a node could not be made to agree."""
-    from bringup.stages import reconcile_fleet
+    from bringup.pipeline import reconcile_fleet
     rows = reconcile_fleet(_ctx(config), site=site, rack=rack, tag=tag, names=node or None)
     table = Table("node", "netbox", "kubernetes before", "action", "kubernetes after", "error", title="reconcile")
     for r in rows:

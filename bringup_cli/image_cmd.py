@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from bringup.image import load_manifest, write_render
+from bringup.provision.image import load_manifest, write_render
 
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 out = Console()
@@ -47,8 +47,8 @@ def seed(name: Annotated[str, typer.Argument(help="manifest name (images/NAME.ya
     """Show a node's install seed as the install step renders it, validated against
     subiquity's schema, with its private host key redacted. The key made for this preview
     is thrown away: the install step makes the node's real key when it installs it."""
-    from bringup import hostkeys
-    from bringup import seed as seeds
+    from bringup.provision import hostkeys
+    from bringup.provision import install_seed as seeds
     manifest = load_manifest(name)
     files = seeds.render(manifest, hostname=node, host_key=hostkeys.generate(f"root@{node}"),
                          authorized_keys=authorized_key or [])

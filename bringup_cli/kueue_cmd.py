@@ -14,8 +14,8 @@ app = typer.Typer(no_args_is_help=True)
 
 
 def _pool_nodes(config: Path | None, pool: str):
-    """The pool's nodes as :class:`bringup.kueue.PoolNode` (one place for tests to replace)."""
-    from bringup.kueue import PoolNode
+    """The pool's nodes as :class:`bringup.admission.kueue.PoolNode` (one place for tests to replace)."""
+    from bringup.admission.kueue import PoolNode
 
     from .common import netbox, settings
     nb = netbox(settings(config))
@@ -33,7 +33,7 @@ def render(pool: Annotated[str, typer.Option("--pool", help="Node pool name (Net
            config: Annotated[Path | None, typer.Option(help="Settings file.")] = None) -> None:
     """Write the Kueue Topology (block/rack/hostname levels) and ResourceFlavor (selecting
     the pool's nodes by label) for POOL."""
-    from bringup.kueue import render_pool, to_yaml
+    from bringup.admission.kueue import render_pool, to_yaml
     nodes = _pool_nodes(config, pool)
     docs = render_pool(pool, nodes)
     racks = sorted({n.rack for n in nodes})

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from bringup.nbschema import load_schema
+from bringup.netbox.schema import load_schema
 from bringup.sku import load_skus, nic_counts
 from lab.fleet import load_fleet
 

@@ -1,5 +1,5 @@
 """``bringup metrics``: the fleet as Prometheus metrics, read from NetBox through
-:mod:`bringup.fleetdata` (see :mod:`bringup.metrics` for the names).
+:mod:`bringup.insight.fleetdata` (see :mod:`bringup.insight.metrics` for the names).
 
 ``serve`` is an exporter for Prometheus to scrape; ``textfile`` writes one snapshot for
 node_exporter's textfile collector (e.g. from a systemd timer or cron).
@@ -25,7 +25,7 @@ Config = Annotated[Path | None, typer.Option(help="Settings file.")]
 def _loader(config: Path | None, site: str | None, rack: str | None):
     """A function that reads the fleet's tables from NetBox (one place for tests to replace).
     The settings and connection are made once; each call reads NetBox afresh."""
-    from bringup.fleetdata import load
+    from bringup.insight.fleetdata import load
 
     from .common import netbox, settings
     nb = netbox(settings(config))
@@ -47,7 +47,7 @@ def serve(site: str = typer.Option(None, help="Only this site's nodes."),
           config: Config = None) -> None:
     """Serve /metrics: every node's stage, verdict, last burn-in, key figures and GPU-hours.
     NetBox is read in the background; a scrape gets the last snapshot at once."""
-    from bringup.metrics_server import serve as start
+    from bringup.insight.metrics_server import serve as start
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     server = start(_loader(config, site, rack), port=port, address=address, refresh=refresh)
@@ -69,7 +69,7 @@ def textfile(out: Annotated[Path, typer.Option(help="The .prom file to write (no
     OUT), so node_exporter never reads half of it."""
     import pandas as pd
 
-    from bringup.metrics import FleetCollector, families, registry_of, write_textfile
+    from bringup.insight.metrics import FleetCollector, families, registry_of, write_textfile
 
     now = time.time()
     fd = _loader(config, site, rack)()

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from bringup.nbschema import Action, load_schema
+from bringup.netbox.schema import Action, load_schema
 from bringup.sku import SCHEMA_DIR
 
 from .common import console, netbox, settings

@@ -1,5 +1,5 @@
 """``bringup parse nccl|dcgm|gpu-burn|ibstat FILE [--sku SKU] [--json]``: judge a recorded
-tool output the way the burn-in agent would (logic in :mod:`bringup.replay`).
+tool output the way the burn-in agent would (logic in :mod:`bringup.acceptance.replay`).
 
 Exit 0 when the output was understood, whatever it shows (``ok`` says whether it shows a
 healthy run); exit 2 with a one-line error when it holds no result, or the file or SKU
@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 
 from bringup.errors import BringupError, ConfigError
-from bringup.replay import Replay, replay
+from bringup.acceptance.replay import Replay, replay
 from bringup.sku import SkuSpec, load_skus
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,

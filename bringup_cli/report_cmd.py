@@ -1,5 +1,5 @@
 """``bringup report``: the fleet report (HTML page, CSV and Parquet) from NetBox, read through
-:mod:`bringup.fleetdata` and drawn by :mod:`bringup.fleetreport`."""
+:mod:`bringup.insight.fleetdata` and drawn by :mod:`bringup.insight.fleetreport`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ app = typer.Typer()
 
 def _fleet(config: Path | None, site: str | None, rack: str | None):
     """The settings and the fleet's tables (one place for tests to replace)."""
-    from bringup.fleetdata import load
+    from bringup.insight.fleetdata import load
 
     from .common import netbox, settings
     s = settings(config)
@@ -32,7 +32,7 @@ def report(out: Annotated[Path, typer.Option("--out", help="Folder for index.htm
     """A self-contained HTML page of the fleet (busbw by SKU with threshold and peer band,
     per-GPU heatmap, verdicts and reasons over time, planned to serving; faulty nodes
     marked) and its tables as CSV and Parquet under OUT/data."""
-    from bringup.fleetreport import select, write
+    from bringup.insight.fleetreport import select, write
     try:
         when = pd.Timestamp(at) if at else pd.Timestamp(datetime.now(UTC))
     except ValueError as exc:

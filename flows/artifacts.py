@@ -13,8 +13,8 @@ import httpx
 from prefect import get_run_logger
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
-from bringup.report import fleet_rows, node_markdown, summary_text
-from bringup.results import NodeReport, StepResult
+from bringup.insight.run_summary import fleet_rows, node_markdown, summary_text
+from bringup.lifecycle.results import NodeReport, StepResult
 
 from .orchestrator import is_unavailable
 

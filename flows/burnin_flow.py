@@ -5,7 +5,7 @@ from __future__ import annotations
 from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from bringup.lifecycle import State, parse_state
+from bringup.lifecycle.engine import State, parse_state
 
 from . import runtime
 from .walk import fan_out

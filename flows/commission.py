@@ -12,7 +12,7 @@ from __future__ import annotations
 from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from bringup.lifecycle import State, parse_state, path
+from bringup.lifecycle.engine import State, parse_state, path
 
 from . import runtime
 from .artifacts import publish_fleet, publish_plan, publish_report
@@ -30,7 +30,7 @@ def _plan_rows(selected, force: bool, until: State = State.ACTIVE) -> list[dict]
 
 
 def _steps(state: State):
-    from bringup.lifecycle import TABLE
+    from bringup.lifecycle.engine import TABLE
     return TABLE[state].steps
 
 

@@ -10,12 +10,12 @@ import os
 import sys
 import time
 
-from bringup.report import acceptance_text, summary_text
+from bringup.insight.run_summary import acceptance_text, summary_text
 
 
 def main(site: str | None = None, timeout: float = 3600.0) -> int:
     from bringup.context import Context
-    from bringup.stages import lifecycle, select
+    from bringup.pipeline import lifecycle, select
 
     ctx = Context.from_settings()
     # the settings name the Prefect server; set it before Prefect is imported
@@ -79,7 +79,7 @@ def _acceptance(ctx, names: list[str]) -> list:
 
 def _report(ctx, site: str) -> str:
     """The fleet report (bringup report) of the site, next to the lab's other state."""
-    from bringup.fleetreport import write_site
+    from bringup.insight.fleetreport import write_site
     from bringup.settings import state_dir
     try:
         index = write_site(ctx.netbox, site, state_dir() / "reports" / f"demo-{site}",

@@ -19,8 +19,8 @@ from prefect import get_run_logger, task
 from prefect.artifacts import create_table_artifact
 
 from bringup.errors import BringupError
-from bringup.lifecycle import PATH, TABLE, State, parse_state
-from bringup.results import StepResult
+from bringup.lifecycle.engine import PATH, TABLE, State, parse_state
+from bringup.lifecycle.results import StepResult
 
 from . import runtime
 from .artifacts import _key, publish_node
@@ -35,12 +35,12 @@ def crosses_fabric(until: str) -> bool:
 
 
 def held_reason(doc: dict[str, Any]) -> str:
-    from bringup.stages.fabric import held_reason as reason
+    from bringup.fabric.fabric_step import held_reason as reason
     return reason(doc)
 
 
 def held_evidence(doc: dict[str, Any]) -> Any:
-    from bringup.stages.fabric import held_evidence as evidence
+    from bringup.fabric.fabric_step import held_evidence as evidence
     return evidence(doc)
 
 

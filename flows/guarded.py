@@ -9,7 +9,7 @@ from __future__ import annotations
 from prefect import get_run_logger
 from prefect.artifacts import create_table_artifact
 
-from bringup.blastradius import Decision, Request, refusals
+from bringup.service.blastradius import Decision, Request, refusals
 
 from . import runtime
 from .artifacts import _key

@@ -1,6 +1,6 @@
 """The scheduled ``healthwatch`` flow: every active node looked at between re-burn-ins.
 
-Each active node gets a look (:mod:`bringup.stages.watch`: the agent's short run over
+Each active node gets a look (:mod:`bringup.service.watch_step`: the agent's short run over
 SSH, its Kubernetes conditions, compared with the last look in NetBox) while the run
 holds its lease, so a re-burn-in in progress is never watched at the same time. A node
 with a critical signal is taken out of service through the lifecycle, if the
@@ -17,8 +17,8 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from bringup.blastradius import Request, refusals
-from bringup.lifecycle import State
+from bringup.service.blastradius import Request, refusals
+from bringup.lifecycle.engine import State
 
 from . import guarded, runtime
 from .artifacts import _key

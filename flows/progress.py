@@ -35,7 +35,7 @@ class Seen:
 
 
 def look(records: Iterable) -> dict[str, Seen]:
-    """NetBox node records (:class:`bringup.netbox_adapter.NodeRecord`) as ``Seen``, by name."""
+    """NetBox node records (:class:`bringup.netbox.adapter.NodeRecord`) as ``Seen``, by name."""
     return {r.name: Seen(r.name, r.stage or "-", r.status or "",
                          str((r.custom_fields or {}).get("bringup_reason") or ""))
             for r in records}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from prefect import flow
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from bringup.lifecycle import State
+from bringup.lifecycle.engine import State
 
 from . import runtime
 from .walk import fan_out

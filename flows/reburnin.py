@@ -7,7 +7,7 @@ from __future__ import annotations
 from prefect import flow
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from bringup.blastradius import Request
+from bringup.service.blastradius import Request
 
 from . import guarded, runtime
 from .artifacts import publish_plan

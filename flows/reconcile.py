@@ -4,7 +4,7 @@ service (quarantined or inspection: cordoned and tainted; draining: cordoned).
 Deployed on a schedule (every 10 minutes, ``prefect.yaml``), and run by every flow for
 its own nodes once they have walked (:func:`converge`, called by
 :func:`flows.walk.fan_out`), so a quarantine recorded while the API server was down is
-finished as soon as it is back. The logic is :mod:`bringup.stages.reconcile`; this
+finished as soon as it is back. The logic is :mod:`bringup.service.reconcile`; this
 module publishes its table (node, NetBox state, Kubernetes before, action, Kubernetes
 after, error) as an artifact and fails the run when a node could not be made to agree.
 """
@@ -14,8 +14,8 @@ from __future__ import annotations
 from prefect import flow
 from prefect.artifacts import create_table_artifact
 
-from bringup.results import NodeReport
-from bringup.stages.reconcile import Row, Target
+from bringup.lifecycle.results import NodeReport
+from bringup.service.reconcile import Row, Target
 
 from . import runtime
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Protocol
 
-from bringup.lifecycle import Lifecycle
+from bringup.lifecycle.engine import Lifecycle
 
 
 class Runtime(Protocol):
@@ -34,52 +34,52 @@ class SiteRuntime:
 
     def lifecycle(self) -> Lifecycle:
         if self._lifecycle is None:
-            from bringup.stages import lifecycle
+            from bringup.pipeline import lifecycle
             self._lifecycle = lifecycle(self.ctx)
         return self._lifecycle
 
     def select(self, **selection: Any) -> list:
-        from bringup.stages import select
+        from bringup.pipeline import select
         return select(self.ctx, **selection)
 
     def due_for_reburnin(self, **selection: Any) -> list:
-        from bringup.stages import due_for_reburnin
+        from bringup.pipeline import due_for_reburnin
         return due_for_reburnin(self.ctx, **selection)
 
     def reconcile(self, targets: list | None = None, **selection: Any) -> list:
         """Kubernetes made to agree with NetBox for ``targets`` (or the nodes ``selection``
         reads from NetBox); optional in a runtime (see flows.reconcile)."""
-        from bringup.stages import reconcile_fleet, reconcile_targets
+        from bringup.pipeline import reconcile_fleet, reconcile_targets
         if targets is None:
             return reconcile_fleet(self.ctx, **selection)
         return reconcile_targets(self.ctx, targets)
 
     def watch(self, name: str) -> Any:
         """One health-watch look at node ``name`` (see flows.healthwatch)."""
-        from bringup.burnin_thresholds import load_thresholds_file
-        from bringup.healthwatch import load_policy
-        from bringup.stages.watch import look
+        from bringup.acceptance.thresholds import load_thresholds_file
+        from bringup.service.health import load_policy
+        from bringup.service.watch_step import look
         (rec,) = self.ctx.netbox.nodes(names=[name])
         return look(self.ctx, rec, load_policy(), load_thresholds_file().fatal_xids)
 
     def guard(self, requests: list) -> list:
         """The blast-radius guard's decisions on taking ``requests``' nodes out of service,
         with refusals journaled in NetBox (optional in a runtime: see flows.guarded)."""
-        from bringup.stages.guard import ask, record_refusals
+        from bringup.service.guard import ask, record_refusals
         decisions = ask(self.ctx, requests)
         record_refusals(self.ctx, decisions)
         return decisions
 
     def fabric_test(self, names: list[str], *, mode: str = "rack") -> tuple[dict, list]:
         """The pools' fabric test of ``names``: each node's result document and the pair
-        matrix rows (bringup.stages.fabric.pool_test)."""
-        from bringup.stages.fabric import pool_test
+        matrix rows (bringup.fabric.fabric_step.pool_test)."""
+        from bringup.fabric.fabric_step import pool_test
         return pool_test(self.ctx, names, mode=mode)
 
     def report(self, name: str) -> Any:
         """The fleet report of this settings' site, written under ``<state dir>/reports/NAME``;
         returns the page's path (optional in a runtime: see flows.artifacts.publish_report)."""
-        from bringup.fleetreport import write_site
+        from bringup.insight.fleetreport import write_site
         from bringup.settings import state_dir
         s = self.ctx.settings
         return write_site(self.ctx.netbox, s.site, state_dir() / "reports" / name, gpu_hour_usd=s.gpu_hour_usd)

@@ -3,7 +3,7 @@
 A node's walk reads its state, runs the pending steps of that state's handler (one
 Prefect task per step, holding the concurrency slots the step ``uses``), and repeats in
 the state the lifecycle moved it to, until the run's target state or a state without a
-handler. The walk never decides a transition: :class:`bringup.lifecycle.Lifecycle` does.
+handler. The walk never decides a transition: :class:`bringup.lifecycle.engine.Lifecycle` does.
 
 Retries are for transient errors only (timeouts, 5xx, dropped connections): a wrong MAC
 or a failed burn-in never gets better by trying again. A node whose step kept failing
@@ -11,7 +11,7 @@ transiently is *held* where it is with the reason in NetBox; an error on our sid
 (credentials, settings, our services) holds it too and fails the run loudly.
 
 One run walks a node at a time: the walk takes the node's lease first (NetBox, see
-:mod:`bringup.lease`), renews it on a thread while it works and gives it back at the end.
+:mod:`bringup.netbox.lease`), renews it on a thread while it works and gives it back at the end.
 A node another live run holds is skipped, and its report says by whom.
 """
 
@@ -25,9 +25,9 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from bringup.errors import BringupError, held_reason
-from bringup.lease import RENEW_EVERY_S, Claimant, LeaseHeld, Renewer
-from bringup.lifecycle import Lifecycle, State, parse_state, path
-from bringup.results import NodeReport, StepResult, interleave_by
+from bringup.netbox.lease import RENEW_EVERY_S, Claimant, LeaseHeld, Renewer
+from bringup.lifecycle.engine import Lifecycle, State, parse_state, path
+from bringup.lifecycle.results import NodeReport, StepResult, interleave_by
 
 from . import runtime
 from .artifacts import publish_fleet, publish_node, publish_report

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bringup.errors import ConfigError
-from bringup.pool import Pool
+from bringup.admission.pool import Pool
 from bringup.yamlio import LocatedYaml, load_file, load_text, validation_error
 
 MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bringup.errors import NetBoxError, NotFoundError
-from bringup.lifecycle import initial_fields
-from bringup.nbschema import marked
-from bringup.netbox_adapter import DEVICE_ROLE, NetBox, _guard
+from bringup.lifecycle.engine import initial_fields
+from bringup.netbox.schema import marked
+from bringup.netbox.adapter import DEVICE_ROLE, NetBox, _guard
 from bringup.sku import SkuSpec
 
 from .fleet import BMC_IFACE, MGMT_IFACE, FleetProfile

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bringup.netbox_adapter import NetBox, connect
+from bringup.netbox.adapter import NetBox, connect
 from bringup.sku import load_skus, nic_counts
 from lab.fleet import load_fleet
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from .models import FabricFinding, Outcome
-from .policy import Limit
+from bringup.fabric.models import FabricFinding, Outcome
+from bringup.fabric.policy import Limit
 
 Reading = dict[tuple[str, int], dict[str, int]]
 

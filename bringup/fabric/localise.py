@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from .models import FabricFinding, FabricNode, Outcome, PairResult
+from bringup.fabric.models import FabricFinding, FabricNode, Outcome, PairResult
 
 Runner = Callable[[list[tuple[str, str]]], list[PairResult]]
 

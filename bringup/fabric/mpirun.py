@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from ..ansible import SshAccess
-from ..errors import AuthError, ConfigError, HostKeyMismatch, SSHDropped, SSHUnreachable
+from bringup.remote.ansible import SshAccess
+from bringup.errors import AuthError, ConfigError, HostKeyMismatch, SSHDropped, SSHUnreachable
 
 PERFTEST_PORT = 18515  # perftest's default TCP port for its out-of-band exchange
 # printed to stderr by the remote shell before the command: without it, an exit status of

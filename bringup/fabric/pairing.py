@@ -22,9 +22,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ..errors import ConfigError
-from ..results import interleave_by
-from .models import FabricNode
+from bringup.errors import ConfigError
+from bringup.lifecycle.results import interleave_by
+from bringup.fabric.models import FabricNode
 
 Mode = Literal["rack", "cross_rack", "ring"]
 

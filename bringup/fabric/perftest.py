@@ -20,7 +20,7 @@ import re
 
 from pydantic import BaseModel, Field
 
-from ..errors import ParseError
+from bringup.errors import ParseError
 
 _HEADER = re.compile(r"#bytes\s+#iterations\s+BW peak\[(Gb|MB|MiB)/sec\]\s+BW average\[(?:Gb|MB|MiB)/sec\]"
                      r"\s+MsgRate\[Mpps\]")

@@ -1,6 +1,6 @@
 """Fabric thresholds from ``bringup/data/fabric.yaml``: per-rail RDMA bandwidth per SKU and
 IB port counter growth limits, judged with the fixed operators of
-:mod:`bringup.burnin_thresholds` (never ``eval``). A judgement is a value, not an exception."""
+:mod:`bringup.acceptance.thresholds` (never ``eval``). A judgement is a value, not an exception."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..burnin_thresholds import OPERATORS, Op
-from ..errors import ConfigError
-from ..resources import data_file
-from ..yamlio import load_file, validation_error
-from .models import Outcome
-from .perftest import PerftestResult
+from bringup.acceptance.thresholds import OPERATORS, Op
+from bringup.errors import ConfigError
+from bringup.resources import data_file
+from bringup.yamlio import load_file, validation_error
+from bringup.fabric.models import Outcome
+from bringup.fabric.perftest import PerftestResult
 
 
 class Limit(BaseModel):

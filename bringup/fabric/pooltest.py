@@ -18,16 +18,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import BringupError
-from .counters import Reading
-from .localise import Localiser, pair_outcome
-from .models import FabricNode, Outcome, PairResult
-from .mpirun import FabricSsh, NodeSsh, Target
-from .pairing import Mode, plan_pairs
-from .policy import FabricThresholds, judge_rail
-from .runner import GroupNode, read_counters, run_nccl_group, run_rail
-from .topology import ExpectedTopology, NicReport, NodeTopology
-from .topomatrix import parse_topo_matrix
+from bringup.errors import BringupError
+from bringup.fabric.counters import Reading
+from bringup.fabric.localise import Localiser, pair_outcome
+from bringup.fabric.models import FabricNode, Outcome, PairResult
+from bringup.fabric.mpirun import FabricSsh, NodeSsh, Target
+from bringup.fabric.pairing import Mode, plan_pairs
+from bringup.fabric.policy import FabricThresholds, judge_rail
+from bringup.fabric.runner import GroupNode, read_counters, run_nccl_group, run_rail
+from bringup.fabric.topology import ExpectedTopology, NicReport, NodeTopology
+from bringup.fabric.topomatrix import parse_topo_matrix
 
 
 @dataclass(frozen=True)

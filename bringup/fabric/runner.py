@@ -16,12 +16,12 @@ from burnin.checks.tools import NCCL_ERROR_LIMITS
 from burnin.parsers import UnparseableOutput
 from burnin.parsers.nccl import assess, busbw_at_largest, parse_nccl_perf
 
-from ..errors import ConfigError, HostKeyMismatch, ParseError
-from .counters import Reading
-from .models import Outcome
-from .mpirun import FabricSsh, MpiHost, NodeSsh, RunOutput, Target, ib_write_bw_argv, mpirun_argv, nccl_argv
-from .ncclworld import parse_world, world_problems
-from .perftest import PerftestResult, parse_perftest_bw
+from bringup.errors import ConfigError, HostKeyMismatch, ParseError
+from bringup.fabric.counters import Reading
+from bringup.fabric.models import Outcome
+from bringup.fabric.mpirun import FabricSsh, MpiHost, NodeSsh, RunOutput, Target, ib_write_bw_argv, mpirun_argv, nccl_argv
+from bringup.fabric.ncclworld import parse_world, world_problems
+from bringup.fabric.perftest import PerftestResult, parse_perftest_bw
 
 #: OpenMPI 4's messages for ranks that were never started (tests/integration/fabric shows them)
 _LAUNCH_FAILED = ("ORTE was unable to reliably start", "ORTE does not know how to route",

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 
-from ..errors import ParseError
-from .topology import GpuReport, NicLink, NicReport, NodeTopology, level
+from bringup.errors import ParseError
+from bringup.fabric.topology import GpuReport, NicLink, NicReport, NodeTopology, level
 
 _GPU = re.compile(r"^GPU(\d+)$")
 _LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .counters import counter_growth
-from .models import FabricFinding
-from .pooltest import Member, PoolRun
-from .topology import check_topology
+from bringup.fabric.counters import counter_growth
+from bringup.fabric.models import FabricFinding
+from bringup.fabric.pooltest import Member, PoolRun
+from bringup.fabric.topology import check_topology
 
 
 def _finding(f: FabricFinding) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from ..errors import (
+from bringup.errors import (
     ConfigError,
     DrainTimeoutError,
     KubeAuthError,
@@ -41,7 +41,7 @@ from ..errors import (
     KubeTLSError,
     KubeTransientError,
 )
-from ..labels import (
+from bringup.admission.labels import (
     PREFIX,
     QUARANTINE_KEY,
     REASON_ANNOTATION,
@@ -50,8 +50,8 @@ from ..labels import (
     reason_code,
     validate_labels,
 )
-from .models import DrainResult, JoinCommand, NodeState, PodRef, QuarantineResult, parse_node, parse_pod
-from .tokens import TOKEN_NAMESPACE, ca_cert_hash, generate_token, token_secret
+from bringup.kube.models import DrainResult, JoinCommand, NodeState, PodRef, QuarantineResult, parse_node, parse_pod
+from bringup.kube.tokens import TOKEN_NAMESPACE, ca_cert_hash, generate_token, token_secret
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +144,7 @@ class KubeAdapter:
 
     def _note(self, name: str, reason: str, message: str, warning: bool = False) -> None:
         """Record a node Event; an Event that cannot be written never undoes the change."""
-        from .events import NORMAL, WARNING, record_node_event  # events builds on this module
+        from bringup.kube.events import NORMAL, WARNING, record_node_event  # events builds on this module
         try:
             record_node_event(self, name, reason, message, WARNING if warning else NORMAL)
         except KubeError as exc:

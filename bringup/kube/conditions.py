@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from .adapter import SMP, KubeAdapter
-from .models import _parse
+from bringup.kube.adapter import SMP, KubeAdapter
+from bringup.kube.models import _parse
 
 #: the Node Problem Detector's default conditions and the reason each has while healthy
 NPD_CONDITIONS = {

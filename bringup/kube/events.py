@@ -18,9 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import KubeConflictError, KubeError
-from .adapter import KubeAdapter
-from .models import _parse
+from bringup.errors import KubeConflictError, KubeError
+from bringup.kube.adapter import KubeAdapter
+from bringup.kube.models import _parse
 
 EVENT_NAMESPACE = "default"
 COMPONENT = "bringup"

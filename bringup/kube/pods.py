@@ -16,9 +16,9 @@ from typing import Any
 from kubernetes import watch as k8s_watch
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import KubeError, KubeNotFoundError
-from .adapter import KubeAdapter
-from .models import NodeState, _parse, parse_node
+from bringup.errors import KubeError, KubeNotFoundError
+from bringup.kube.adapter import KubeAdapter
+from bringup.kube.models import NodeState, _parse, parse_node
 
 GPU = "nvidia.com/gpu"
 VALIDATION_TAINT = "bringup.io/validation-pending"

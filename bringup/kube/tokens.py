@@ -18,7 +18,7 @@ from typing import Any
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from ..errors import ConfigError
+from bringup.errors import ConfigError
 
 TOKEN_RE = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
 TOKEN_TYPE = "bootstrap.kubernetes.io/token"

@@ -1,16 +1,6 @@
-"""Provisioning steps: through the BMC (BIOS, OS install) and over SSH (pinning,
-configuration, the burn-in agent's run)."""
-
-from .ansible_steps import (
-    AGENT_DIR,
-    BurninRun,
-    NodeStep,
-    configure,
-    pack_agent,
-    pin_versions,
-    run_burnin,
-)
-from .redfish_steps import Bmc, InstallResult, apply_bios_profile, install_os
-
-__all__ = ["AGENT_DIR", "Bmc", "BurninRun", "InstallResult", "NodeStep", "apply_bios_profile", "configure",
-           "install_os", "pack_agent", "pin_versions", "run_burnin"]
+"""Provisioning: the OS image manifest (:mod:`.image`), the node's install seed
+(:mod:`.install_seed`, :mod:`.seed_iso`, :mod:`.hostkeys`), what a node already runs
+(:mod:`.installed`), firmware policy (:mod:`.firmware_policy`), the work through the BMC
+(:mod:`.redfish_steps`: BIOS, OS install) and over SSH (:mod:`.ansible_steps`: pinning,
+configuration, the burn-in agent's run), and the lifecycle's ``firmware``, ``bios``,
+``install`` and ``configure`` steps."""

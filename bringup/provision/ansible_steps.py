@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..ansible import PlaybookResult, SshAccess, run_playbook
-from ..burnin_plan import plan_budget_s
-from ..errors import AnsibleError, AnsibleSetupError, ParseError, SSHDropped
-from ..image import ImageManifest, pin_vars
-from ..resources import agent_dir
+from bringup.remote.ansible import PlaybookResult, SshAccess, run_playbook
+from bringup.acceptance.plan import plan_budget_s
+from bringup.errors import AnsibleError, AnsibleSetupError, ParseError, SSHDropped
+from bringup.provision.image import ImageManifest, pin_vars
+from bringup.resources import agent_dir
 
 AGENT_DIR = agent_dir()
 #: where burnin.yml has the agent write its document, under the node's root
@@ -105,7 +105,7 @@ def run_burnin(node: str, host: dict[str, Any], plan: dict[str, Any], access: Ss
     """Copy the agent to ``node``, run ``plan`` there, fetch the result document.
 
     The agent is killed after ``timeout_s`` (default: the plan's own budget, see
-    :func:`bringup.burnin_plan.plan_budget_s`); it rewrites its document after every check,
+    :func:`bringup.acceptance.plan.plan_budget_s`); it rewrites its document after every check,
     so a killed run still returns the checks that finished, marked ``partial``.
 
     Raises :class:`SSHError` (not transient) when the node drops off SSH during the run,

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..errors import HostKeyMismatch, SSHError
-from ..image import ImageManifest
+from bringup.errors import HostKeyMismatch, SSHError
+from bringup.provision.image import ImageManifest
 
 
 class Bmc(Protocol):
@@ -62,9 +62,9 @@ def install_os(bmc: Bmc, manifest: ImageManifest, media_url: str | None = None, 
                wait_timeout: float = 300.0, poll: float = 15.0, timeout: float = 120.0) -> InstallResult:
     """Boot the node once from the image as virtual CD: insert, boot-once Cd, reset.
     ``seed_url``: the node's NoCloud seed image, attached as a second medium before the
-    reset so the installer runs unattended (:mod:`bringup.seed`).
+    reset so the installer runs unattended (:mod:`bringup.provision.install_seed`).
 
-    Then wait for the node with ``ssh_wait(seconds)`` (e.g. :func:`bringup.ssh.wait_for_ssh`
+    Then wait for the node with ``ssh_wait(seconds)`` (e.g. :func:`bringup.remote.ssh.wait_for_ssh`
     with the timeout left open), in slices of ``poll`` seconds up to ``wait_timeout``,
     asking the BMC between slices whether the boot failed: a BMC that says so (a new log
     entry, BootProgress stuck before the OS) ends the wait at once with ``boot_failure``

@@ -5,10 +5,10 @@
         inv = bmc.inventory()
 """
 
-from .client import Bmc, Credentials, connect
-from .credentials import load_credentials
-from .quirks import Quirks, quirks_for
-from .views import BiosResult, Cpu, Dimm, Gpu, Inventory, Nic, SystemInfo, Unavailable
+from bringup.redfish.client import Bmc, Credentials, connect
+from bringup.redfish.credentials import load_credentials
+from bringup.redfish.quirks import Quirks, quirks_for
+from bringup.redfish.views import BiosResult, Cpu, Dimm, Gpu, Inventory, Nic, SystemInfo, Unavailable
 
 __all__ = [
            "BiosResult",

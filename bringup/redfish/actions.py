@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from bringup.errors import ConfigError, RedfishError, RedfishRequestError, RedfishTimeoutError
 
-from .models import BootDoc, LogEntryDoc, ManagerDoc, SystemDoc, VirtualMediaDoc, parse
-from .reader import members
-from .tasks import follow
-from .transport import Reply
+from bringup.redfish.models import BootDoc, LogEntryDoc, ManagerDoc, SystemDoc, VirtualMediaDoc, parse
+from bringup.redfish.reader import members
+from bringup.redfish.tasks import follow
+from bringup.redfish.transport import Reply
 
 if TYPE_CHECKING:
-    from .client import Bmc
+    from bringup.redfish.client import Bmc
 
 log = logging.getLogger(__name__)
 

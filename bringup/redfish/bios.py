@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from bringup.errors import ConfigError, RedfishError, RedfishTimeoutError
 
-from . import actions
-from .models import BiosDoc, parse
-from .responses import messages
-from .tasks import settled, state_of
-from .views import BiosResult
+from bringup.redfish import actions
+from bringup.redfish.models import BiosDoc, parse
+from bringup.redfish.responses import messages
+from bringup.redfish.tasks import settled, state_of
+from bringup.redfish.views import BiosResult
 
 if TYPE_CHECKING:
-    from .client import Bmc
+    from bringup.redfish.client import Bmc
 
 POLL = 1.0
 Wait = Literal["applied", "pending", "failed"]

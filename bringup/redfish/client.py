@@ -14,12 +14,12 @@ from typing import Any, Self
 
 from bringup.errors import RedfishError
 
-from . import actions, bios, inventory, update
-from .models import BiosDoc, SystemDoc, VirtualMediaDoc, parse
-from .quirks import Quirks, quirks_for
-from .reader import members
-from .transport import Credentials, Session
-from .views import BiosResult, Inventory, Software
+from bringup.redfish import actions, bios, inventory, update
+from bringup.redfish.models import BiosDoc, SystemDoc, VirtualMediaDoc, parse
+from bringup.redfish.quirks import Quirks, quirks_for
+from bringup.redfish.reader import members
+from bringup.redfish.transport import Credentials, Session
+from bringup.redfish.views import BiosResult, Inventory, Software
 
 __all__ = ["Bmc", "Credentials", "connect"]
 

@@ -16,11 +16,11 @@ from bringup.errors import ConfigError, SecretFileError
 from bringup.localfiles import check_secret_file
 from bringup.yamlio import load_file
 
-from .transport import Credentials
+from bringup.redfish.transport import Credentials
 
 
 def load_credentials(path: str | Path) -> Callable[[str], Credentials]:
-    """Read the file once; return ``credentials_for(address)`` as :func:`bringup.discovery.discover` wants."""
+    """Read the file once; return ``credentials_for(address)`` as :func:`bringup.discovery.crawl.discover` wants."""
     p = check_secret_file(path, "BMC credentials file",
                           missing_hint="check bmc_credentials_file in the controller's settings")
     doc = load_file(p)

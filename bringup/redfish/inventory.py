@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from .models import (
+from bringup.redfish.models import (
     BiosDoc,
     ChassisDoc,
     ComputerSystemDoc,
@@ -34,12 +34,12 @@ from .models import (
     SystemDoc,
     normalise_mac,
 )
-from .pcie import classify, functions_ref, maybe_gpu
-from .reader import Reader, split_ref
-from .views import Cpu, Dimm, Gpu, Inventory, Nic, Software, SystemInfo
+from bringup.redfish.pcie import classify, functions_ref, maybe_gpu
+from bringup.redfish.reader import Reader, split_ref
+from bringup.redfish.views import Cpu, Dimm, Gpu, Inventory, Nic, Software, SystemInfo
 
 if TYPE_CHECKING:
-    from .client import Bmc
+    from bringup.redfish.client import Bmc
 
 #: link technologies whose addresses are not MACs (a WWPN is 8 bytes)
 NOT_ETHERNET = {"fc", "fibrechannel", "fcoe"}

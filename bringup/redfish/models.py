@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bringup.errors import ParseError
 
-from .views import BiosResult, Cpu, Dimm, Gpu, Inventory, Nic, SystemInfo, Unavailable
+from bringup.redfish.views import BiosResult, Cpu, Dimm, Gpu, Inventory, Nic, SystemInfo, Unavailable
 
 __all__ = ["BiosResult", "Cpu", "Dimm", "Gpu", "Inventory", "Nic", "SystemInfo", "Unavailable"]
 

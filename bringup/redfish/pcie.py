@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from .models import PCIeDeviceDoc, PCIeFunctionDoc
-from .quirks import Quirks
+from bringup.redfish.models import PCIeDeviceDoc, PCIeFunctionDoc
+from bringup.redfish.quirks import Quirks
 
 Verdict = Literal["gpu", "not_gpu", "unclassified"]
 

@@ -14,9 +14,9 @@ from pydantic import BaseModel
 
 from bringup.errors import ParseError, RedfishNotFoundError, RedfishRequestError, RedfishServerError
 
-from .models import CollectionDoc, parse
-from .transport import Session
-from .views import Inventory
+from bringup.redfish.models import CollectionDoc, parse
+from bringup.redfish.transport import Session
+from bringup.redfish.views import Inventory
 
 #: what one member may answer without ending the inventory (transport failures still do)
 MEMBER_ERRORS = (RedfishNotFoundError, RedfishRequestError, RedfishServerError, ParseError)

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 from bringup.errors import RedfishTaskError, RedfishTimeoutError
 
-from .models import TaskDoc, parse
-from .responses import messages, raise_for_response
-from .transport import Session
+from bringup.redfish.models import TaskDoc, parse
+from bringup.redfish.responses import messages, raise_for_response
+from bringup.redfish.transport import Session
 
 #: Redfish TaskState values after which nothing more happens
 TASK_DONE = {"completed"}

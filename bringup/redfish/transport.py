@@ -47,8 +47,8 @@ from bringup.errors import (
     RedfishTLSError,
 )
 
-from .models import ServiceRootDoc, parse
-from .responses import TRANSIENT, raise_for_response
+from bringup.redfish.models import ServiceRootDoc, parse
+from bringup.redfish.responses import TRANSIENT, raise_for_response
 
 log = logging.getLogger(__name__)
 

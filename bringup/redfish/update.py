@@ -29,15 +29,15 @@ from pydantic import BaseModel, Field
 
 from bringup.errors import ConfigError, RedfishError, RedfishTimeoutError
 
-from . import actions
-from .models import SoftwareDoc, UpdateServiceDoc, parse
-from .reader import members
-from .responses import messages
-from .tasks import follow, state_of
-from .views import Software
+from bringup.redfish import actions
+from bringup.redfish.models import SoftwareDoc, UpdateServiceDoc, parse
+from bringup.redfish.reader import members
+from bringup.redfish.responses import messages
+from bringup.redfish.tasks import follow, state_of
+from bringup.redfish.views import Software
 
 if TYPE_CHECKING:
-    from .client import Bmc
+    from bringup.redfish.client import Bmc
 
 POLL = 1.0
 

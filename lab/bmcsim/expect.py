@@ -1,13 +1,13 @@
 """What NetBox would say about each node of a fleet profile, without NetBox.
 
 The benchmark and the tests verify discovery against this; in production the
-:class:`~bringup.verify.ExpectedNode` comes from NetBox records instead.
+:class:`~bringup.discovery.verify.ExpectedNode` comes from NetBox records instead.
 """
 
 from __future__ import annotations
 
 from bringup.sku import SkuSpec
-from bringup.verify import ExpectedNode
+from bringup.discovery.verify import ExpectedNode
 from lab.fleet import FleetProfile
 
 

@@ -3,7 +3,7 @@
 The BMC simulator calls :func:`install_from_media` when a reset boots a node from its
 virtual CD, with the URL of the second medium if one is inserted: the node's NoCloud
 seed. As subiquity would, the node fetches the seed image, reads ``user-data`` from its
-``cidata`` file system and checks it (:func:`bringup.seed.parse_seed`, subiquity's schema
+``cidata`` file system and checks it (:func:`bringup.provision.install_seed.parse_seed`, subiquity's schema
 and what bringup needs); without a seed, or with one it cannot use, it stays *at the
 installer* (no sshd; ``state.json`` says why), as a real server would. A good seed is
 applied: the packages at the versions it pins (of the image it names), the host key it
@@ -27,8 +27,8 @@ from typing import Any
 import yaml
 
 from bringup.errors import ConfigError, LabError
-from bringup.image import IMAGES_DIR, ImageManifest, load_manifest, manifest_for_url
-from bringup.seed import IMAGE_RECORD, Seed, parse_seed
+from bringup.provision.image import IMAGES_DIR, ImageManifest, load_manifest, manifest_for_url
+from bringup.provision.install_seed import IMAGE_RECORD, Seed, parse_seed
 from bringup.sku import load_skus
 from lab.fleet import FaultKind, NodeSpec
 
@@ -204,7 +204,8 @@ def install_from_seed(node: NodeSpec, seed: Seed, user_data: str, home: Path, im
 def preinstall(node: NodeSpec, home: Path, manifest: ImageManifest) -> dict:
     """A node installed before the test or demo starts, the way bringup would install it:
     a fresh host key in its seed, pinned in the lab's known_hosts (tests without NetBox)."""
-    from bringup import hostkeys, seed
+    from bringup.provision import hostkeys
+    from bringup.provision import install_seed as seed
     from lab.nodes.sshd import client_key, known_hosts_path
     key = hostkeys.generate(f"root@{node.name}")
     client_pub = " ".join(Path(str(client_key(home)) + ".pub").read_text().split()[:3])

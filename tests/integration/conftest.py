@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bringup.nbschema import load_schema
+from bringup.netbox.schema import load_schema
 from bringup.sku import load_skus, nic_counts
 from lab.fleet import load_fleet
 from lab.seed import seed
@@ -111,7 +111,7 @@ def flow_env(flow_lab, prefect_server):
 @pytest.fixture(scope="session")
 def seeded(flow_env, flow_fleet, netbox_server, postgres, netbox_url, netbox_token):
     """A fresh NetBox database with the schema applied and flow8 seeded."""
-    from bringup.netbox_adapter import NetBox, connect
+    from bringup.netbox.adapter import NetBox, connect
     from lab.netbox_server import PRISTINE_DB
     postgres.clone(PRISTINE_DB, "netbox_test")
     nb = NetBox(connect(netbox_url, netbox_token))
@@ -123,8 +123,8 @@ def seeded(flow_env, flow_fleet, netbox_server, postgres, netbox_url, netbox_tok
 @pytest.fixture
 def reseeded(flow_env, flow_fleet, postgres, netbox_url, netbox_token):
     """NetBox as on day one: every node planned again (the simulators keep their state)."""
-    from bringup.nbschema import load_schema
-    from bringup.netbox_adapter import NetBox, connect
+    from bringup.netbox.schema import load_schema
+    from bringup.netbox.adapter import NetBox, connect
     from bringup.sku import load_skus
     from lab.netbox_server import PRISTINE_DB
     from lab.seed import seed

@@ -1,6 +1,6 @@
 """A real Prometheus (Debian's ``prometheus``) scrapes ``bringup metrics serve``'s server and
 answers PromQL with the fleet's figures. No lab: the fleet is built here by the real evidence
-store and judge (tests/unit/fleet_fixtures.py), served by :func:`bringup.metrics_server.serve`
+store and judge (tests/unit/fleet_fixtures.py), served by :func:`bringup.insight.metrics_server.serve`
 (the code the CLI runs) on a free loopback port; Prometheus gets its own config, data folder
 and free port, and is stopped whatever happens."""
 
@@ -20,9 +20,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bringup.fleetdata import JournalEntry, NodeHistory, StageChange, build
-from bringup.ledger import node_ledger
-from bringup.metrics_server import serve
+from bringup.insight.fleetdata import JournalEntry, NodeHistory, StageChange, build
+from bringup.insight.ledger import node_ledger
+from bringup.insight.metrics_server import serve
 
 # the fixture data the unit tests use (documents written the way the real code writes them)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))

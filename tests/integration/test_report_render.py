@@ -20,8 +20,8 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from bringup.fleetdata import build
-from bringup.fleetreport import write
+from bringup.insight.fleetdata import build
+from bringup.insight.fleetreport import write
 
 pytestmark = pytest.mark.integration
 

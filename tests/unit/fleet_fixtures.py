@@ -1,7 +1,7 @@
 """A node's NetBox history as the real code writes it, for the fleet-data and ledger tests:
 agent documents shaped like ``burnin/``'s output, stored through the real
-:class:`~bringup.evidence.EvidenceStore` and judged by the real judge step's
-:func:`~bringup.stages.judge.verdict_of`; journal entries carry NetBox-style ``created``."""
+:class:`~bringup.netbox.evidence.EvidenceStore` and judged by the real judge step's
+:func:`~bringup.acceptance.judge_step.verdict_of`; journal entries carry NetBox-style ``created``."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bringup.evidence import EvidenceStore
-from bringup.fleetdata import JournalEntry, NodeHistory, StageChange
-from bringup.netbox_adapter import NodeRecord
+from bringup.netbox.evidence import EvidenceStore
+from bringup.insight.fleetdata import JournalEntry, NodeHistory, StageChange
+from bringup.netbox.adapter import NodeRecord
 from bringup.sku import load_skus
-from bringup.stages.judge import verdict_of
+from bringup.acceptance.judge_step import verdict_of
 
 H100 = "hgx-h100-80gb"
 T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)

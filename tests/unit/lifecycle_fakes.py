@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bringup import lease as leases
+from bringup.netbox import lease as leases
 from bringup.errors import PreconditionFailed
-from bringup.evidence import EvidenceStore, Ref
-from bringup.results import NodeReport
+from bringup.netbox.evidence import EvidenceStore, Ref
+from bringup.lifecycle.results import NodeReport
 
 
 @dataclass
@@ -65,7 +65,7 @@ class MemoryRecords(leases.LeaseOps):
 
     def report(self, node, verdict: str) -> NodeReport:
         reason = str(node.custom_fields.get("bringup_reason") or "")
-        if verdict == "pending" and reason.startswith("held in"):  # as bringup.records does
+        if verdict == "pending" and reason.startswith("held in"):  # as bringup.netbox.records does
             verdict = "held"
         return NodeReport(node=node.name, rack=node.rack, verdict=verdict, stage=node.stage,
                           reasons=[r for r in reason.split("; ") if r])

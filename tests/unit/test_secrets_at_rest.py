@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bringup import ansible
+from bringup.remote import ansible
 from bringup.errors import ControllerFault, SecretFileError
 from bringup.settings import Settings
 

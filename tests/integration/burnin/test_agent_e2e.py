@@ -1,5 +1,5 @@
 """End to end: the real agent, in a subprocess, against the lab's NVML stand-in (loaded by
-the real pynvml) and tool stand-ins, one node per fault class, judged by bringup.judge with
+the real pynvml) and tool stand-ins, one node per fault class, judged by bringup.acceptance.judge with
 the GPU serials the lab's BMC simulator reports (as discovery records them in NetBox)."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from bringup.burnin_plan import make_plan, manifest_versions
-from bringup.burnin_result import BurnInResult, parse_result
-from bringup.burnin_thresholds import SkuThresholds, thresholds_for
-from bringup.judge import Verdict, judge
+from bringup.acceptance.plan import make_plan, manifest_versions
+from bringup.acceptance.result import BurnInResult, parse_result
+from bringup.acceptance.thresholds import SkuThresholds, thresholds_for
+from bringup.acceptance.judge import Verdict, judge
 from bringup.sku import load_skus
 from bringup.yamlio import load_file
 from lab.bmcsim.hardware import gpu_serial, present_gpus

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from bringup.ansible import SshAccess
+from bringup.remote.ansible import SshAccess
 from bringup.fabric.mpirun import FabricSsh, NodeSsh, Target
 from bringup.fabric.runner import GroupNode
-from bringup.image import load_manifest
+from bringup.provision.image import load_manifest
 from bringup.sku import load_skus, nic_counts
 from lab.fleet import FleetProfile, loads_fleet
 from lab.nodes.install import preinstall

@@ -23,7 +23,7 @@ FILE = "/var/lib/bringup/burnin/result.json"
 def fresh(seeded, postgres, flow_fleet):
     """The flow tests' NetBox, given back to them as ``seeded`` left it."""
     yield seeded
-    from bringup.nbschema import load_schema
+    from bringup.netbox.schema import load_schema
     from bringup.sku import load_skus
     from lab.netbox_server import PRISTINE_DB
     from lab.seed import seed

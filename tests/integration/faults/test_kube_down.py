@@ -75,7 +75,7 @@ def _record(seeded, name):
 
 
 def test_quarantined_while_the_api_is_down_then_reconciled_once_it_is_back(seeded, flow_env, kubeapi):
-    from bringup.labels import QUARANTINE_KEY
+    from bringup.admission.labels import QUARANTINE_KEY
     from flows import runtime
     from flows.discover import discover
     from flows.reconcile import reconcile
@@ -116,9 +116,9 @@ def test_quarantined_while_the_api_is_down_then_reconciled_once_it_is_back(seede
 _TO_VALIDATING = """
 from concurrent.futures import ThreadPoolExecutor
 from bringup.context import Context
-from bringup.stages import lifecycle
-from bringup.stages.fabric import pool_test
-from bringup.lifecycle import State
+from bringup.pipeline import lifecycle
+from bringup.fabric.fabric_step import pool_test
+from bringup.lifecycle.engine import State
 ctx = Context.from_settings()
 lc = lifecycle(ctx)
 nodes = {nodes!r}

@@ -28,8 +28,8 @@ OUTAGE_S = 10                # how long the records layer rides out the outage b
 @pytest.fixture(scope="module")
 def faults_netbox(netbox_server, postgres, lab_paths, flow_fleet):
     """A NetBox of this module over a fresh clone of the pristine database, seeded with flow8."""
-    from bringup.nbschema import load_schema
-    from bringup.netbox_adapter import NetBox, connect
+    from bringup.netbox.schema import load_schema
+    from bringup.netbox.adapter import NetBox, connect
     from bringup.sku import load_skus
     from lab.netbox_server import PRISTINE_DB
     from lab.seed import seed
@@ -83,8 +83,8 @@ def _commission(config):
 
 def test_netbox_killed_mid_burn_in_loses_nothing_and_the_rerun_does_not_burn_in_again(
         faults_netbox, faults_config, flow_env, prefect_server, lab_paths, monkeypatch, tmp_path):
-    from bringup import stages
-    from bringup.spool import Spool
+    from bringup import pipeline as stages
+    from bringup.netbox.spool import Spool
     from flows.artifacts import _key
     srv, start, nb = faults_netbox
     real_burn_in = stages.STEPS["burn_in"]

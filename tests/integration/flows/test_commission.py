@@ -46,8 +46,8 @@ _BURN_AND_DIE = """
 import os, signal
 from concurrent.futures import ThreadPoolExecutor
 from bringup.context import Context
-from bringup.stages import lifecycle
-from bringup.lifecycle import State
+from bringup.pipeline import lifecycle
+from bringup.lifecycle.engine import State
 lc = lifecycle(Context.from_settings())
 
 def burn(name):
@@ -101,7 +101,7 @@ def test_killed_after_burn_in_another_worker_judges_from_netbox_without_burning_
         assert len(_kinds(seeded, after[n], "kind=verdict ")) == 1, n
     # the verdict equals what the judge gives for the stored document
     from bringup.context import Context
-    from bringup.stages.judge import verdict_of
+    from bringup.acceptance.judge_step import verdict_of
     ctx = Context.from_settings(flow_env)
     rec = ctx.node("ft-r01-n04")
     stored = ctx.evidence.get(rec.name, rec.custom_fields, "burnin")
@@ -216,7 +216,9 @@ def test_fleet_data_and_the_ledger_read_these_runs_back_from_netbox(seeded, flow
     # the real NetBox: journal entries hold the evidence, the change log times the stages
     import pandas as pd
 
-    from bringup import fleetdata, ledger
+    from bringup.insight import fleetdata
+
+    from bringup.insight import ledger
     data = fleetdata.load(seeded, site="flow-test")
     assert set(data.nodes["node"]) == HEALTHY | set(FAULTY)
     assert data.findings.empty, data.findings.to_dict("records")
@@ -269,7 +271,7 @@ def test_report_cost_and_metrics_commands_read_this_fleet_from_netbox(seeded, fl
 def test_force_reinstalls_an_admitted_node_only_after_draining_it(seeded, flow_env):
     """``force`` on a serving node: drained first, then the install step reinstalls it (the
     node said it already ran the image) with a new host key, and it is admitted again."""
-    from bringup.evidence import EvidenceStore
+    from bringup.netbox.evidence import EvidenceStore
     node = "ft-r02-n02"
     if _stages(seeded)[node].stage != "active":
         _run_commission(nodes=[node])

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client as k8s
 
-from bringup.image import load_manifest
+from bringup.provision.image import load_manifest
 from bringup.kube import KubeAdapter
 from bringup.sku import load_skus, nic_counts
 from lab.fleet import FleetProfile, loads_fleet

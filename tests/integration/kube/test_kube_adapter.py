@@ -19,8 +19,8 @@ from bringup.errors import (
     KubeTransientError,
 )
 from bringup.kube import KubeAdapter
-from bringup.labels import QUARANTINE_KEY, REASON_ANNOTATION, node_labels
-from bringup.pool import Pool
+from bringup.admission.labels import QUARANTINE_KEY, REASON_ANNOTATION, node_labels
+from bringup.admission.pool import Pool
 from bringup.sku import load_skus
 
 KUBEADM = Path(__file__).resolve().parents[3] / "lab" / "kubeapi" / "bin" / "kubeadm"

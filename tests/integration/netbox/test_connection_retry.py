@@ -10,7 +10,7 @@ import threading
 import pytest
 import requests
 
-from bringup.netbox_adapter import connect
+from bringup.netbox.adapter import connect
 
 pytestmark = pytest.mark.integration
 

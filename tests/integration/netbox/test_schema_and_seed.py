@@ -3,7 +3,7 @@
 import pytest
 
 from bringup.errors import ConflictError
-from bringup.nbschema import Action, load_schema
+from bringup.netbox.schema import Action, load_schema
 from lab.seed import seed
 
 pytestmark = pytest.mark.integration

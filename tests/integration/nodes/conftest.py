@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bringup.ansible import SshAccess
-from bringup.image import ImageManifest, load_manifest
+from bringup.remote.ansible import SshAccess
+from bringup.provision.image import ImageManifest, load_manifest
 from bringup.sku import load_skus, nic_counts
 from lab.fleet import FleetProfile, loads_fleet
 from lab.nodes.install import preinstall

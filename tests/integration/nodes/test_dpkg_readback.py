@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from bringup.image import load_manifest
+from bringup.provision.image import load_manifest
 from lab.fleet import loads_fleet
 from lab.nodes.install import dpkg_status, installed_versions, write_root
 

@@ -11,12 +11,12 @@ import yaml
 
 from bringup.context import Context
 from bringup.errors import ConfigError, HostKeyMismatch
-from bringup.hostkeys import FIELD, generate
-from bringup.netbox_adapter import NodeRecord
+from bringup.provision.hostkeys import FIELD, generate
+from bringup.netbox.adapter import NodeRecord
 from bringup.settings import Settings
 from bringup.sku import load_skus
-from bringup.ssh import expected_host_key
-from bringup.stages.install import install
+from bringup.remote.ssh import expected_host_key
+from bringup.provision.install_step import install
 from lab.nodes.install import node_status
 
 pytestmark = pytest.mark.integration
@@ -110,7 +110,7 @@ def test_without_a_seed_location_nothing_is_installed(step_lab):
 def test_a_node_refusing_our_key_is_held_not_reinstalled(step_lab, tmp_path):
     import subprocess
 
-    from bringup.nodeimage import NodeRefusedOurKey
+    from bringup.provision.installed import NodeRefusedOurKey
     lab = step_lab
     first = install(lab.ctx, record(lab), {})
     key = lab.nb.writes[-1][1][FIELD]

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bringup.ansible import SshAccess, run_playbook
-from bringup.image import pin_vars
-from bringup.provision import configure, pin_versions
+from bringup.remote.ansible import SshAccess, run_playbook
+from bringup.provision.image import pin_vars
+from bringup.provision.ansible_steps import configure, pin_versions
 from lab.nodes.sshd import NodeDir
 
 pytestmark = pytest.mark.integration

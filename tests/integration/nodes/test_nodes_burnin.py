@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bringup.errors import AnsibleError, SSHError
-from bringup.provision import AGENT_DIR, run_burnin
+from bringup.provision.ansible_steps import AGENT_DIR, run_burnin
 from lab.nodes.sshd import sshd_pid
 
 pytestmark = pytest.mark.integration

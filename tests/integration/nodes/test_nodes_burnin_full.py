@@ -13,11 +13,11 @@ import time
 
 import pytest
 
-from bringup.burnin_plan import make_plan
-from bringup.burnin_result import parse_result
-from bringup.burnin_thresholds import thresholds_for
-from bringup.judge import judge
-from bringup.provision import AGENT_DIR, run_burnin
+from bringup.acceptance.plan import make_plan
+from bringup.acceptance.result import parse_result
+from bringup.acceptance.thresholds import thresholds_for
+from bringup.acceptance.judge import judge
+from bringup.provision.ansible_steps import AGENT_DIR, run_burnin
 from bringup.sku import load_skus
 from lab.bmcsim.hardware import gpu_serial, present_gpus
 

@@ -10,13 +10,18 @@ import functools
 import pytest
 import yaml
 
-from bringup import hostkeys, seed, seediso
+from bringup.provision import hostkeys
+
+from bringup.provision import install_seed as seed
+
+from bringup.provision import seed_iso as seediso
 from bringup.errors import HostKeyMismatch, SSHError
-from bringup.nodeimage import read_installed
-from bringup.provision import apply_bios_profile, install_os, pin_versions
+from bringup.provision.installed import read_installed
+from bringup.provision.redfish_steps import apply_bios_profile, install_os
+from bringup.provision.ansible_steps import pin_versions
 from bringup.redfish import Credentials, connect
 from bringup.sku import load_skus
-from bringup.ssh import wait_for_ssh
+from bringup.remote.ssh import wait_for_ssh
 from lab.nodes.install import node_status
 from lab.nodes.sshd import NodeDir
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bringup.errors import SSHError
-from bringup.ssh import expected_host_key, fingerprint, parse_public_key, wait_for_ssh
+from bringup.remote.ssh import expected_host_key, fingerprint, parse_public_key, wait_for_ssh
 from lab.nodes.install import node_status
 from lab.nodes.serve import NodeSupervisor
 from lab.nodes.sshd import NodeDir, sshd_binary, sshd_pid, stop_sshd

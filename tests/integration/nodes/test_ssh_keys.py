@@ -9,7 +9,7 @@ import pytest
 pytestmark = pytest.mark.integration
 
 from bringup.errors import ConfigError
-from bringup.ssh import expected_host_key, fingerprint, parse_public_key
+from bringup.remote.ssh import expected_host_key, fingerprint, parse_public_key
 
 
 @pytest.fixture

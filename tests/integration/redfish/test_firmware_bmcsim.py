@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bringup.firmware import Member, check
+from bringup.provision.firmware_policy import Member, check
 from bringup.redfish import connect
 
 pytestmark = pytest.mark.integration

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from bringup.discovery import discover
+from bringup.discovery.crawl import discover
 from bringup.errors import RedfishAuthError, RedfishError
 from bringup.redfish import connect
 from lab.bmcsim.expect import expected_nodes

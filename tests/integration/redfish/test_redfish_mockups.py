@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from bringup.discovery import discover_one
+from bringup.discovery.crawl import discover_one
 from bringup.errors import ParseError
 from bringup.redfish import Credentials, connect
 from bringup.sku import load_skus
-from bringup.verify import ExpectedNode
+from bringup.discovery.verify import ExpectedNode
 
 MOCKUPS = Path(__file__).resolve().parents[4] / "shared" / "redfish" / "mockups"
 

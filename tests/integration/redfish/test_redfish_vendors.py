@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from bringup.discovery import discover
+from bringup.discovery.crawl import discover
 from bringup.errors import RedfishRequestError, SSHError
-from bringup.image import load_manifest
-from bringup.provision import install_os
+from bringup.provision.image import load_manifest
+from bringup.provision.redfish_steps import install_os
 from bringup.redfish import connect
 from lab.bmcsim import hardware
 from lab.bmcsim.expect import expected_nodes

@@ -39,7 +39,7 @@ XID_NODES = ["wt-n01", "wt-n02", "wt-n03", "wt-n04", "wt-n05"]
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory, seeded, flow_env, netbox_server, prefect_server, lab_paths, fleet_lab_starter):
     start_fleet_lab = fleet_lab_starter
-    from bringup.nbschema import load_schema
+    from bringup.netbox.schema import load_schema
     fleet = load_fleet(FLEET, nic_counts(load_skus()))
     # earlier modules may have reset the test NetBox to its pristine database: schema first
     seeded.apply_schema(load_schema())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bringup.stages.select import Selected
+from bringup.lifecycle.select import Selected
 from flows.batches import split
 
 

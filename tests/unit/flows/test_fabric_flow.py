@@ -11,11 +11,11 @@ import pytest
 from lifecycle_fakes import MemoryRecords
 
 from bringup.errors import ConfigError
-from bringup.lifecycle import STEP_NAMES, Lifecycle, State
-from bringup.results import StepResult
-from bringup.stages.fabric import fabric as fabric_step
-from bringup.stages.fabric import held_reason, result_of
-from bringup.stages.select import Selected
+from bringup.lifecycle.engine import STEP_NAMES, Lifecycle, State
+from bringup.lifecycle.results import StepResult
+from bringup.fabric.fabric_step import fabric as fabric_step
+from bringup.fabric.fabric_step import held_reason, result_of
+from bringup.lifecycle.select import Selected
 from flows import fabric, runtime
 from flows.walk import Walk
 

@@ -10,10 +10,10 @@ import threading
 import pytest
 from lifecycle_fakes import MemoryRecords
 
-from bringup import lease as leases
-from bringup.lease import Claimant
-from bringup.lifecycle import STEP_NAMES, Lifecycle
-from bringup.results import Evidence, StepResult
+from bringup.netbox import lease as leases
+from bringup.netbox.lease import Claimant
+from bringup.lifecycle.engine import STEP_NAMES, Lifecycle
+from bringup.lifecycle.results import Evidence, StepResult
 from flows import runtime, walk
 
 A = Claimant(run="run-a", host="ctl-1", pid=100, pidns="pid:[1]")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from bringup.smoke import parse_device_query
+from bringup.admission.smoke import parse_device_query
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "lab" / "gpu" / "tools"))
 import standin_fabric  # noqa: E402

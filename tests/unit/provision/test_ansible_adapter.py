@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bringup.ansible import SshAccess, _collect, _envvars, _inventory, _message, run_playbook
+from bringup.remote.ansible import SshAccess, _collect, _envvars, _inventory, _message, run_playbook
 from bringup.errors import ConfigError
 
 

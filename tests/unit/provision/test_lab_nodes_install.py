@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bringup.image import load_manifest
+from bringup.provision.image import load_manifest
 from lab.fleet import loads_fleet
 from lab.nodes.install import _apt_version, installed_versions
 from lab.nodes.sshd import render_config

@@ -7,8 +7,8 @@ import pytest
 from inproc import SKUS, client, sim
 
 from bringup.errors import SSHError
-from bringup.image import load_manifest
-from bringup.provision import install_os
+from bringup.provision.image import load_manifest
+from bringup.provision.redfish_steps import install_os
 from lab.bmcsim import hardware
 
 VENDORS = ["bmcsim", "supermicro-hgx", "dell-idrac", "hpe-ilo", "ami-megarac"]

@@ -1,0 +1,76 @@
+"""The cluster side of the lifecycle: step ``join`` (state validating: join, wait for
+Ready, label, schedulable under the validation taint; the next step, ``gate``, admits),
+step ``drain`` (state draining), and the isolation of a quarantined node (cordon and
+taint with the reason, confirmed by reading it back)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from bringup.context import Context
+from bringup.errors import KubeNotFoundError
+from bringup.netbox.adapter import NodeRecord
+from bringup.lifecycle.results import Evidence, StepResult
+
+
+def join(ctx: Context, rec: NodeRecord, params: Mapping[str, Any], ready_timeout: float = 120.0) -> StepResult:
+    """Join and label a node whose recorded burn-in passed. The verdict is read back from
+    NetBox, never assumed: anything but ``pass`` keeps the node out."""
+    from bringup.remote.ansible import run_playbook
+    from bringup.admission.labels import node_labels
+    from bringup.admission.pool import Pool
+    from bringup.admission.readiness import load_policy
+
+    status = rec.custom_fields.get("burnin_status")
+    if status != "pass" or not rec.custom_fields.get("burnin_last"):
+        return StepResult(node=rec.name, step="join", ok=False, summary="no passing burn-in recorded",
+                          reasons=[f"burn-in status is {status or 'missing'} (a passing, dated verdict is needed)"])
+    kube = ctx.kube
+    if not kube.node_state(rec.name).exists:
+        join_cmd = kube.join_command()
+        res = run_playbook("kubeadm-join.yml", ctx.host(rec), {
+            "kube_endpoint": join_cmd.endpoint, "kube_token": join_cmd.token,
+            "kube_ca_cert_hash": join_cmd.ca_cert_hash, "kube_node_name": rec.name}, ctx.ssh_access(), timeout=300)
+        if not res.ok:
+            return StepResult(node=rec.name, step="join", ok=False, summary="kubeadm join failed",
+                              reasons=[f"kubeadm join failed: {h.reason()}" for h in res.failed().values()])
+    kube.wait_node_ready(rec.name, timeout=ready_timeout)
+    pool = dict(rec.pool)
+    pool_name = pool.pop("name", "default")
+    # rack and block (the rack's NetBox location): the levels of the pool's Kueue Topology
+    block = ctx.netbox.rack_locations(rec.site).get((rec.site, rec.rack), "") if rec.rack else ""
+    labels = node_labels(rec.sku, Pool(**pool), {}, {"status": "pass", "date": rec.custom_fields.get("burnin_last")},
+                         pool_name=pool_name, rack=rec.rack or "", block=block)
+    # schedulable for the smoke pod only: the readiness gate (next step) lifts the taint
+    kube.admit(rec.name, labels, annotations={"bringup.io/netbox": rec.url}, pending=load_policy().taint)
+    text = ("Joined Kubernetes (tainted validation-pending until the readiness gate passes) with labels:\n\n"
+            + "\n".join(f"- `{k}={v}`" for k, v in sorted(labels.items())))
+    return StepResult(node=rec.name, step="join", ok=True, summary="joined, labelled, validation pending",
+                      figures={"labels": len(labels)},
+                      evidence=[Evidence(kind="admission", document={"labels": labels}, summary=text,
+                                         style="success")])
+
+
+def drain(ctx: Context, rec: NodeRecord, params: Mapping[str, Any], timeout: float = 300.0) -> StepResult:
+    """Cordon the node and evict its pods (PodDisruptionBudgets honoured)."""
+    summary = drain_node(ctx, rec, timeout)
+    return StepResult(node=rec.name, step="drain", ok=True, summary=f"cordoned and drained: {summary}",
+                      evidence=[Evidence(kind="drain", document={"summary": summary},
+                                         summary=f"Cordoned and drained: {summary}")])
+
+
+def drain_node(ctx: Context, rec: NodeRecord, timeout: float = 300.0) -> str:
+    try:
+        res = ctx.kube.drain(rec.name, timeout=timeout)
+    except KubeNotFoundError:
+        return "not in the cluster"
+    return (f"{len(res.evicted)} pod(s) evicted" + (f", {len(res.skipped)} DaemonSet/mirror pod(s) left"
+                                                     if res.skipped else ""))
+
+
+def isolate(ctx: Context, rec: NodeRecord, reason: str) -> str:
+    """Cordon and taint a quarantined node, with the reason visible on it; retried until
+    the API server confirms it (see :func:`bringup.service.reconcile.isolate`)."""
+    from bringup.service.reconcile import isolate as isolate_confirmed
+    return isolate_confirmed(ctx.kube, rec.name, reason)

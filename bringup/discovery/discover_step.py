@@ -1,0 +1,52 @@
+"""Step ``discover`` (state planned): Redfish inventory of the node's BMC, verified
+against what NetBox says the node is. Critical findings make the node unfit."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from bringup.context import Context
+from bringup.errors import ConfigError, ControllerFault, RedfishAuthError, RedfishTimeoutError
+from bringup.netbox.adapter import NodeRecord
+from bringup.lifecycle.results import Evidence, StepResult
+
+
+def discover(ctx: Context, rec: NodeRecord, params: Mapping[str, Any]) -> StepResult:
+    from bringup.discovery.crawl import discover_one
+    from bringup.discovery.verify import ExpectedNode
+
+    if not rec.bmc_address:
+        return StepResult(node=rec.name, step="discover", ok=False, summary="no BMC address",
+                          reasons=["NetBox has no BMC (OOB) IP for this device"])
+    expected = ExpectedNode(name=rec.name, sku=rec.sku, macs=rec.macs, bmc_address=rec.bmc_address,
+                            serial=rec.serial or None)
+    s = ctx.settings
+    d = discover_one(expected, ctx.credentials, port=s.bmc_port,
+                     ca_bundle=str(s.bmc_ca_bundle) if s.bmc_ca_bundle else None, insecure=s.bmc_insecure)
+    if d.inventory is None:
+        # whose problem is it? our credentials or settings: hold the node and say so; a BMC
+        # that did not answer: retry (after the retries the node stays planned, held)
+        if d.error_kind == "auth":
+            raise RedfishAuthError(f"{rec.name}: BMC {rec.bmc_address} refused our credentials: {d.error}",
+                                   hint="fix bmc_credentials_file in the controller's settings")
+        if d.error_kind == "config":
+            raise ConfigError(f"{rec.name}: {d.error}")
+        if d.error_kind == "internal":  # a bug of ours says nothing about the node's hardware
+            raise ControllerFault(f"{rec.name}: discovery failed inside bringup: {d.error}",
+                                  hint="a bug of the controller: report it with the log; the node is held")
+        if d.error_kind in ("timeout", "redfish"):
+            raise RedfishTimeoutError(f"{rec.name}: BMC {rec.bmc_address} could not be read: {d.error}",
+                                      hint="check the BMC is powered and reachable")
+    critical = [f for f in d.findings if f.severity == "critical"]
+    serials = [g.serial for g in d.inventory.gpus] if d.inventory else []
+    warnings = [f"{f.code}: {f.message}" for f in d.findings if f.severity == "warning"]
+    style = "danger" if critical else ("warning" if warnings else "success")
+    evidence = Evidence(kind="discovery", document=d.to_dict(), summary=d.to_markdown(), style=style)
+    figures = {"gpus": len(serials), "findings": len(d.findings)}
+    if critical:
+        return StepResult(node=rec.name, step="discover", ok=False, summary="critical findings",
+                          reasons=[f"{f.code}: {f.message}" for f in critical], evidence=[evidence], figures=figures)
+    return StepResult(node=rec.name, step="discover", ok=True,
+                      summary=f"{len(serials)} GPUs, {len(warnings)} warnings", reasons=warnings,
+                      fields={"gpu_serials": serials}, evidence=[evidence], figures=figures)

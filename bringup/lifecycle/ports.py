@@ -1,0 +1,33 @@
+"""The ports the lifecycle engine (:mod:`bringup.lifecycle.engine`) is handed: where node records
+live, and what a step function is. NetBox implements :class:`Records` in production
+(:class:`bringup.netbox.records.NetBoxRecords`); the benchmark and the unit tests bring their own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from bringup.netbox import lease as leases
+from bringup.lifecycle.results import Evidence, NodeReport, StepResult
+
+
+class Records(Protocol):
+    """Where node records live (NetBox in production: :class:`bringup.netbox.records.NetBoxRecords`)."""
+
+    def node(self, name: str) -> Any: ...
+    def write(self, node: Any, *, stage: str | None = None, status: str | None = None,
+              fields: dict[str, Any] | None = None, add_tags: tuple[str, ...] = (),
+              remove_tags: tuple[str, ...] = ()) -> None: ...
+    def journal(self, node: Any, text: str, kind: str = "info") -> None: ...
+    def put_evidence(self, node: Any, evidence: list[Evidence]) -> dict[str, Any]: ...
+    def report(self, node: Any, verdict: str) -> NodeReport: ...
+    # the node's lease (see bringup.netbox.lease): each one compare-and-swap
+    def lease(self, node: Any) -> Any: ...
+    def claim(self, node: Any, me: leases.Claimant, ttl: float,
+              ended: Callable[[str], bool] | None = None) -> leases.LeaseHeld | None: ...
+    def renew(self, node: Any, holder: str, ttl: float) -> str | None: ...
+    def release(self, node: Any, holder: str) -> None: ...
+
+
+#: a step function: (node record, run parameters) -> result
+StepFn = Callable[[Any, Mapping[str, Any]], StepResult]

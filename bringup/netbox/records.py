@@ -1,0 +1,107 @@
+"""Node records in NetBox, as the lifecycle reads and writes them: the device, its
+custom fields and tags, journal entries, and evidence (through
+:class:`~bringup.netbox.evidence.EvidenceStore`). Also a node's report for the fleet table, and
+its lease (:mod:`bringup.netbox.lease`), written by compare-and-swap on the device's ETag."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from bringup.netbox import lease as leases
+from bringup.errors import BringupError, NetBoxUnavailable
+from bringup.netbox.evidence import EvidenceStore
+from bringup.netbox.adapter import NodeRecord
+from bringup.lifecycle.results import Evidence, NodeReport
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+#: pause between tries while NetBox is unreachable (doubling up to this)
+MAX_PAUSE_S = 15.0
+
+
+class NetBoxRecords(leases.LeaseOps):
+    """NetBox calls that ride out an outage: a call that finds NetBox unreachable pauses and
+    tries again, doubling the pause, for ``outage_s`` (settings ``netbox_outage_s``) in all;
+    then :class:`~bringup.errors.NetBoxUnavailable` goes up (the lifecycle spools the result)."""
+
+    def __init__(self, ctx, *, outage_s: float | None = None, sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.ctx = ctx
+        self.outage_s = float(outage_s if outage_s is not None else getattr(ctx.settings, "netbox_outage_s", 120.0))
+        self.sleep, self.clock = sleep, clock
+
+    def _retry(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
+        deadline = self.clock() + self.outage_s
+        pause = 1.0
+        while True:
+            try:
+                return fn(*args, **kw)
+            except NetBoxUnavailable as exc:
+                left = deadline - self.clock()
+                if left <= 0:
+                    raise
+                log.warning("NetBox is unreachable (%s); trying again in %.0f s", exc, min(pause, left))
+                self.sleep(min(pause, left))
+                pause = min(pause * 2, MAX_PAUSE_S)
+
+    def node(self, name: str) -> NodeRecord:
+        return self._retry(self.ctx.node, name)
+
+    def write(self, node: NodeRecord, *, stage: str | None = None, status: str | None = None,
+              fields: dict[str, Any] | None = None, add_tags: tuple[str, ...] = (),
+              remove_tags: tuple[str, ...] = ()) -> None:
+        self._retry(self.ctx.netbox.update_node, node.id, stage=stage, status=status, fields=fields,
+                    add_tags=list(add_tags), remove_tags=list(remove_tags))
+        # keep the in-memory record in step for the rest of this step
+        node.custom_fields.update(fields or {})
+        if stage:
+            node.stage = stage
+
+    # --- the node's lease: each change a compare-and-swap on the device's version --------
+    def _cas(self, node: NodeRecord, change):
+        nb = self.ctx.netbox
+
+        def read():
+            etag, fields = self._retry(nb.device_fields, node.id)
+            return etag, fields.get(leases.FIELD)
+
+        def write(etag, new):
+            return self._retry(nb.set_fields_if_match, node.id, {leases.FIELD: new}, etag)
+        return leases.cas(read, write, change)
+
+    def lease(self, node: NodeRecord) -> Any:
+        return self._retry(self.ctx.netbox.device_fields, node.id)[1].get(leases.FIELD)
+
+    def journal(self, node: NodeRecord, text: str, kind: str = "info") -> None:
+        self._retry(self.ctx.netbox.journal, node.id, text, kind=kind)
+
+    def put_evidence(self, node: NodeRecord, evidence: list[Evidence]) -> dict[str, Any]:
+        store = self.ctx.evidence
+        refs = [self._retry(store.put, node.id, e.kind, e.document, summary=e.summary, style=e.style)
+                for e in evidence]
+        return EvidenceStore.index_update(node.custom_fields, refs)
+
+    def report(self, node: NodeRecord, verdict: str) -> NodeReport:
+        figures: dict[str, Any] = {}
+        if self.ctx.evidence.has(node.custom_fields, "verdict"):
+            try:
+                figures = dict(self.ctx.evidence.get(node.name, node.custom_fields, "verdict").get("figures") or {})
+            except BringupError:
+                figures = {}
+        labels: dict[str, str] = {}
+        if verdict == "admitted":
+            try:
+                labels = dict(self.ctx.kube.node_state(node.name).labels)
+            except BringupError:
+                labels = {}
+        reason = str(node.custom_fields.get("bringup_reason") or "")
+        reasons = [r for r in reason.split("; ") if r]
+        if verdict == "pending" and reason.startswith("held in"):
+            verdict = "held"
+        if verdict == "admitted":
+            reasons = []
+        return NodeReport(node=node.name, rack=node.rack, verdict=verdict, stage=node.stage, reasons=reasons,
+                          figures=figures, labels=labels, netbox_url=node.url)

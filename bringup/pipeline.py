@@ -1,0 +1,44 @@
+"""The step functions of the lifecycle, one module per state's work, and the factory of
+the real :class:`~bringup.lifecycle.engine.Lifecycle` built from a :class:`~bringup.context.Context`.
+
+Each step function takes the context, the node's NetBox record and the run's parameters,
+does its one piece of work through the adapters and returns a
+:class:`~bringup.lifecycle.results.StepResult`. None of them writes the node's stage.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from bringup.context import Context
+from bringup.lifecycle.engine import Lifecycle
+from bringup.netbox.records import NetBoxRecords
+from bringup.admission.kube_steps import drain, drain_node, isolate, join
+from bringup.acceptance.burnin_step import burn_in
+from bringup.discovery.discover_step import discover
+from bringup.fabric.fabric_step import fabric
+from bringup.provision.firmware_step import firmware
+from bringup.admission.gate_step import gate
+from bringup.provision.install_step import install
+from bringup.acceptance.judge_step import judge
+from bringup.provision.configure_steps import bios, configure
+from bringup.service.reconcile import Row, Target, reconcile_fleet, reconcile_targets
+from bringup.lifecycle.select import Selected, due_for_reburnin, select
+
+#: step name (as in lifecycle.TABLE) -> function(ctx, node, params)
+STEPS = {"discover": discover, "firmware": firmware, "bios": bios, "install": install, "configure": configure,
+         "burn_in": burn_in,
+         "judge": judge, "fabric": fabric, "join": join, "gate": gate, "drain": drain}
+
+
+def lifecycle(ctx: Context) -> Lifecycle:
+    """The real lifecycle: NetBox records, Redfish/SSH/Kubernetes steps."""
+    from bringup.netbox.spool import Spool
+    from bringup.service.guard import repeat_offender
+    return Lifecycle(steps={name: partial(fn, ctx) for name, fn in STEPS.items()}, records=NetBoxRecords(ctx),
+                     on_quarantine=partial(isolate, ctx), on_drain=partial(drain_node, ctx),
+                     repeat_offender=partial(repeat_offender, ctx), spool=Spool(ctx.settings.spool_path()))
+
+
+__all__ = ["STEPS", "Row", "Selected", "Target", "due_for_reburnin", "lifecycle", "reconcile_fleet",
+           "reconcile_targets", "select"]

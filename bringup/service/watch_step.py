@@ -1,0 +1,98 @@
+"""The health watch's work on one active node: a look, compared with the last one, and
+recorded (:mod:`bringup.service.health` decides what the differences mean).
+
+A look runs the burn-in agent over SSH with the watch's short plan (no stress), reads
+the node's Kubernetes conditions, and compares both with the snapshot kept in NetBox
+(evidence kind ``health``). NetBox is written only when something changed: a new
+snapshot when the look differs from the last, and a journal entry for each look that
+raised signals, so a quiet fleet costs reads, not journal entries, every ten minutes.
+Acting on critical signals (the guard, cordon and drain) is the flow's, through the
+lifecycle (:meth:`bringup.lifecycle.engine.Lifecycle.suspect`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from bringup.context import Context
+from bringup.errors import BringupError
+from bringup.service.health import Condition, Signal, Snapshot, WatchPolicy, assess, critical, snapshot
+from bringup.netbox.adapter import NodeRecord
+from bringup.lifecycle.results import Evidence
+from bringup.provision.configure_steps import manifest_of
+
+KIND = "health"
+
+
+@dataclass
+class Look:
+    node: str
+    signals: list[Signal] = field(default_factory=list)
+    snapshot: Snapshot | None = None
+    changed: bool = False
+    agent_rc: int | None = None
+    seconds: float = 0.0
+    #: why the look could not be taken at all (SSH down, agent missing): a warning, never health
+    error: str = ""
+
+    @property
+    def critical(self) -> list[Signal]:
+        return critical(self.signals)
+
+    def evidence(self) -> Evidence:
+        """The look as evidence (for the lifecycle's record when the node is acted on)."""
+        crit = self.critical
+        text = "\n".join(f"- **{s.severity}** {s.message}" for s in self.signals) or "- nothing new"
+        return Evidence(kind=KIND, document={"snapshot": self.snapshot.to_json() if self.snapshot else None,
+                                             "signals": [asdict(s) for s in self.signals],
+                                             "agent_rc": self.agent_rc},
+                        summary=f"## Health watch look\n\n{text}\n", style="danger" if crit else "warning")
+
+
+def _plan(rec: NodeRecord, policy: WatchPolicy) -> dict[str, Any]:
+    from bringup.acceptance.plan import make_plan
+    from bringup.acceptance.thresholds import thresholds_for
+    m = manifest_of(rec)
+    versions = {"driver": m.packages.driver, "cuda": m.packages.cuda, "nccl": m.packages.nccl, "kernel": m.os.kernel}
+    return make_plan(rec.sku, thresholds_for(rec.sku), versions, profile="quick", node=rec.name,
+                     checks=list(policy.checks))
+
+
+def conditions_of(ctx: Context, name: str) -> list[Condition]:
+    from bringup.kube.conditions import node_conditions
+    return [Condition(c.type, c.status, c.reason, c.message) for c in node_conditions(ctx.kube, name)]
+
+
+def look(ctx: Context, rec: NodeRecord, policy: WatchPolicy, fatal_xids: list[int]) -> Look:
+    """One look at ``rec``; recorded in NetBox when it changed anything."""
+    from bringup.provision.ansible_steps import run_burnin
+
+    started = time.monotonic()
+    out = Look(node=rec.name)
+    prev_doc = ctx.evidence.get(rec.name, rec.custom_fields, KIND) if ctx.evidence.has(rec.custom_fields, KIND) else None
+    prev = Snapshot.from_json(prev_doc["snapshot"]) if prev_doc and prev_doc.get("snapshot") else None
+    try:
+        run = run_burnin(rec.name, ctx.host(rec)[rec.name], _plan(rec, policy), ctx.ssh_access())
+        doc = run.document if isinstance(run.document, dict) else {}
+        out.agent_rc = run.rc
+        out.snapshot = snapshot(doc, wanted=policy.checks)
+        conds = conditions_of(ctx, rec.name)
+        allocatable = ctx.kube.node_state(rec.name).allocatable
+    except BringupError as exc:
+        out.error = str(exc)
+        out.signals = [Signal("look_failed", "warning", f"the look could not be taken: {exc}")]
+        out.seconds = time.monotonic() - started
+        return out
+    out.signals = assess(policy, prev, out.snapshot, conds, fatal_xids, allocatable=allocatable,
+                         expected_gpus=rec.sku.gpu.count)
+    out.changed = prev is None or prev != out.snapshot
+    if out.changed or out.signals:
+        from bringup.netbox.records import NetBoxRecords
+        records = NetBoxRecords(ctx)
+        # the snapshot's index entry is a field of the node, written like the lifecycle's
+        # (the flow holds the node's lease meanwhile); the stage is not touched
+        records.write(rec, fields={"bringup_evidence": records.put_evidence(rec, [out.evidence()])})
+    out.seconds = time.monotonic() - started
+    return out
