@@ -9,7 +9,7 @@ deps:
 demo: deps
 	.venv/bin/bringup lab up
 	.venv/bin/bringup lab seed
-	.venv/bin/python -m flows.demo
+	BRINGUP_CONFIG="$${BRINGUP_CONFIG:-$$(.venv/bin/python -m lab.paths config)}" .venv/bin/python -m flows.demo
 
 lab-up: deps
 	.venv/bin/bringup lab up
@@ -17,11 +17,17 @@ lab-up: deps
 lab-down:
 	.venv/bin/bringup lab down
 
-# `lab prepare` installs and migrates NetBox once (minutes on a fresh machine) before
-# any test's time limit starts
+# The whole suite in one pytest run, on TEST_WORKERS pytest-xdist workers: unit tests fill
+# the CPU while integration scenarios wait on simulated hardware; the tests of one fleet
+# lab run on one worker (--dist loadgroup and their xdist_group; see tests/conftest.py).
+TEST_WORKERS ?= 2
+# `lab prepare` installs NetBox and builds its pristine database once (restored from
+# lab/netbox-db/ in seconds; see docs/netbox-dump.md) before any test's time limit
+# starts; it prints each step with its time and `lab prepared in N s`, and pytest the 30
+# slowest tests (pyproject's --durations) and the total, so both times show in CI's log
 test: deps
 	.venv/bin/bringup lab prepare
-	.venv/bin/pytest -q
+	.venv/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 test-unit: deps
 	.venv/bin/pytest -q tests/unit

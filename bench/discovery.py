@@ -115,7 +115,7 @@ def crawl(address: str, port: int, creds: Credentials, ca: str) -> int:
                             cafile=ca, timeout=10, max_retry=0, https_adapter=adapter)
     client.login(auth="session")
     seen = {"/redfish/v1/", "/redfish/v1"}
-    todo = [r for r in _collect(client.root)]
+    todo = list(_collect(client.root))
     while todo:
         uri = todo.pop(0).rstrip("/") or "/"
         if uri in seen or "#" in uri or "/Actions/" in uri:

@@ -26,9 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bringup.netbox.evidence import encode
 from bringup.insight.fleetdata import JournalEntry, NodeHistory, StageChange, build
 from bringup.insight.ledger import node_ledger, pool_ledger
+from bringup.netbox.evidence import encode
 
 T0 = datetime(2026, 1, 5, tzinfo=UTC)
 VARIANTS = 32

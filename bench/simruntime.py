@@ -5,6 +5,10 @@ and progress) runs unchanged; only the step functions and the node records are s
 each step sleeps its duration, and node records are JSON files in a folder, so the
 controller and every worker process share them as they would share NetBox. The bench
 hands an instance to the flows with ``flows.runtime.use(...)``.
+
+It implements all of :class:`flows.runtime.Runtime`; what the bench does not simulate
+(a cluster to reconcile, the blast-radius guard, the fleet report, the health watch) each
+method says so explicitly rather than being absent.
 """
 
 from __future__ import annotations
@@ -14,15 +18,21 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bringup.netbox import lease as leases
-from bringup.netbox.evidence import EvidenceStore, Ref
 from bringup.lifecycle.engine import STEP_NAMES, Lifecycle
 from bringup.lifecycle.results import NodeReport, StepResult
 from bringup.lifecycle.select import Selected
+from bringup.netbox import lease as leases
+from bringup.netbox.evidence import EvidenceStore, Ref
+from bringup.service.blastradius import Decision, Request
+from bringup.service.reconcile import Row, Target
+
+#: the bench's guard allows every node; each decision says why
+NO_GUARD = "no guard in the bench: every node allowed"
 
 
 @dataclass
@@ -146,3 +156,23 @@ class SimRuntime:
         time.sleep(self.durations.get("fabric_test", 0.0))
         docs = {n: {"verdict": "pass", "reasons": [], "links": [], "blamed": [], "pairs": []} for n in names}
         return docs, [{"pair": f"{len(names)} simulated nodes", "outcome": "pass"}]
+
+    def reconcile(self, targets: list[Target] | None = None, **selection) -> list[Row]:
+        """No cluster in the bench: no node is out of service in Kubernetes, so there is
+        nothing to make agree ([] is what a site with every node in service returns)."""
+        return []
+
+    def guard(self, requests: list[Request]) -> list[Decision]:
+        """No blast-radius guard in the bench: every request is allowed, and each decision
+        says so (the bench measures orchestration, not the guard's policy)."""
+        return [Decision(node=r.node, action=r.action, allowed=True, pool="", size=0, acted=0, limit=0,
+                         window=timedelta(0), message=NO_GUARD, reason=r.reason) for r in requests]
+
+    def report(self, name: str) -> Path | None:
+        """No fleet report in the bench (its records are not NetBox): nothing to link."""
+        return None
+
+    def watch(self, name: str):
+        """The bench does not simulate the health watch's looks at serving nodes."""
+        raise NotImplementedError(f"no health watch in the bench: cannot look at {name}; "
+                                  "run the healthwatch flow against the lab or a site")

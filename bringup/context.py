@@ -58,8 +58,19 @@ class Context:
 
     # --- nodes over SSH -------------------------------------------------------------------------
     def ssh_access(self):
-        from bringup.remote.ansible import SshAccess
+        """How we log in to nodes (:class:`~bringup.remote.access.SshAccess`), for Ansible."""
+        from bringup.remote.access import SshAccess
         return SshAccess.from_settings(self.settings)
+
+    def ssh(self):
+        """The SSH seam (:class:`~bringup.remote.ssh.Ssh`): every command run on a node."""
+        from bringup.remote.ssh import Ssh
+        return Ssh(self.ssh_access())
+
+    def target(self, rec: NodeRecord):
+        """How the controller reaches ``rec`` over SSH (:class:`~bringup.remote.access.Target`)."""
+        from bringup.remote.access import Target
+        return Target(rec.name, rec.address, self.settings.ssh_port)
 
     def host(self, rec: NodeRecord) -> dict[str, dict[str, Any]]:
         return {rec.name: {"address": rec.address, "port": self.settings.ssh_port}}

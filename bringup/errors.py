@@ -254,11 +254,6 @@ class OrchestratorUnavailable(OrchestratorError, UnavailableError):
     waits out an outage. Our own service: the node is held with the reason, never blamed."""
 
 
-# --- the lab ---------------------------------------------------------------------------
-class LabError(BringupError):
-    """A lab service could not be installed, started or reached."""
-
-
 def held_reason(exc: BaseException) -> str:
     """Why a node is held once the orchestrator's retries of a transient error ran out:
     which system stayed unreachable, and the last error (never an empty reason)."""

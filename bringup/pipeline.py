@@ -10,20 +10,20 @@ from __future__ import annotations
 
 from functools import partial
 
-from bringup.context import Context
-from bringup.lifecycle.engine import Lifecycle
-from bringup.netbox.records import NetBoxRecords
-from bringup.admission.kube_steps import drain, drain_node, isolate, join
 from bringup.acceptance.burnin_step import burn_in
+from bringup.acceptance.judge_step import judge
+from bringup.admission.gate_step import gate
+from bringup.admission.kube_steps import cluster_labels, drain, drain_node, isolate, join
+from bringup.context import Context
 from bringup.discovery.discover_step import discover
 from bringup.fabric.fabric_step import fabric
-from bringup.provision.firmware_step import firmware
-from bringup.admission.gate_step import gate
-from bringup.provision.install_step import install
-from bringup.acceptance.judge_step import judge
-from bringup.provision.configure_steps import bios, configure
-from bringup.service.reconcile import Row, Target, reconcile_fleet, reconcile_targets
+from bringup.lifecycle.engine import Lifecycle
 from bringup.lifecycle.select import Selected, due_for_reburnin, select
+from bringup.netbox.records import NetBoxRecords
+from bringup.provision.configure_steps import bios, configure
+from bringup.provision.firmware_step import firmware
+from bringup.provision.install_step import install
+from bringup.service.reconcile import Row, Target, reconcile_fleet, reconcile_targets
 
 #: step name (as in lifecycle.TABLE) -> function(ctx, node, params)
 STEPS = {"discover": discover, "firmware": firmware, "bios": bios, "install": install, "configure": configure,
@@ -35,7 +35,9 @@ def lifecycle(ctx: Context) -> Lifecycle:
     """The real lifecycle: NetBox records, Redfish/SSH/Kubernetes steps."""
     from bringup.netbox.spool import Spool
     from bringup.service.guard import repeat_offender
-    return Lifecycle(steps={name: partial(fn, ctx) for name, fn in STEPS.items()}, records=NetBoxRecords(ctx),
+    # the records port is NetBox only: an admitted node's labels come from the cluster, read here
+    records = NetBoxRecords(ctx, labels=partial(cluster_labels, ctx))
+    return Lifecycle(steps={name: partial(fn, ctx) for name, fn in STEPS.items()}, records=records,
                      on_quarantine=partial(isolate, ctx), on_drain=partial(drain_node, ctx),
                      repeat_offender=partial(repeat_offender, ctx), spool=Spool(ctx.settings.spool_path()))
 

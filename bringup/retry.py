@@ -33,11 +33,11 @@ class Backoff:
     def pauses(self) -> Iterable[float]:
         pause = self.first
         while True:
-            yield pause * (1 - self.jitter * random.random()) if self.jitter else pause
+            yield pause * (1 - self.jitter * random.random()) if self.jitter else pause  # noqa: S311  (jitter, not a secret)
             pause = min(pause * self.factor, self.cap)
 
 
-class Timeout(Exception):  # noqa: N818  (what callers catch: "the wait timed out")
+class Timeout(Exception):
     """Raised by :func:`poll` when no answer came before the deadline (callers usually
     catch it and raise their own error, which says what to do)."""
 

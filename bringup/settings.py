@@ -3,6 +3,9 @@
 Settings never hold a secret inline; they name files (mode 0600) that do, so a settings
 object can be logged or shown in ``lab status`` safely. The lab writes such a file for
 itself; a real site writes its own and points ``BRINGUP_CONFIG`` at it.
+
+The file is the one the caller names, else ``$BRINGUP_CONFIG``: the library knows no
+default location (the lab's is the lab's business, see ``lab.paths``).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bringup.errors import ConfigError
 from bringup.localfiles import read_secret_file
+from bringup.netbox.http_retry import OUTAGE_S
 from bringup.yamlio import load_file, validation_error
 
 
@@ -33,20 +37,6 @@ def private_dir(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     path.chmod(0o700)
     return path
-
-
-def lab_home() -> Path:
-    """The lab's state folder (databases, venvs, logs, generated credentials).
-
-    As root it is /var/lib/bringup-lab, not under /root: PostgreSQL runs as the postgres
-    user and must be able to reach its data folder.
-    """
-    env = os.environ.get("BRINGUP_LAB_HOME")
-    if env:
-        return Path(env)
-    if os.geteuid() == 0:
-        return Path("/var/lib/bringup-lab")
-    return Path.home() / ".local/share/bringup-lab"
 
 
 class Settings(BaseModel):
@@ -88,7 +78,7 @@ class Settings(BaseModel):
     #: results NetBox could not take wait here for the next run (None: <state dir>/spool)
     spool_dir: Path | None = None
     #: how long a NetBox write is retried through an outage before the result is spooled
-    netbox_outage_s: float = 120.0
+    netbox_outage_s: float = OUTAGE_S  # the budget of bringup.netbox.http_retry
     #: what one GPU-hour of this fleet costs, in US dollars, whatever the node is doing:
     #: the hardware's depreciation plus power, cooling, space, network and support, per
     #: GPU and hour (the default is a round figure for an owned 8-GPU H100-class server:
@@ -106,15 +96,21 @@ class Settings(BaseModel):
                                 missing_hint="run `bringup lab up` or fix netbox_token_file in the settings").strip()
 
 
-def config_path() -> Path:
+def config_path() -> Path | None:
+    """The settings file named by ``$BRINGUP_CONFIG`` (None when it is unset or empty).
+    The library has no default of its own: a front end that has one (the command line's
+    lab, in a checkout) passes it or sets the variable."""
     env = os.environ.get("BRINGUP_CONFIG")
-    if env:
-        return Path(env)
-    return lab_home() / "config.yaml"
+    return Path(env) if env else None
 
 
 def load_settings(path: str | Path | None = None) -> Settings:
+    """The settings in ``path``, else in ``$BRINGUP_CONFIG``."""
     p = Path(path) if path else config_path()
+    if p is None:
+        raise ConfigError("no settings file given",
+                          hint="pass --config FILE or set BRINGUP_CONFIG to your site's settings file "
+                               "(in a checkout, `bringup lab up` writes the lab's and the CLI finds it)")
     if not p.exists():
         raise ConfigError(f"no settings file at {p}",
                           hint="run `bringup lab up` for the lab, or set BRINGUP_CONFIG to your site's file")

@@ -72,7 +72,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 def load_text(text: str, source: str = "<string>") -> LocatedYaml:
     try:
         node = yaml.compose(text, Loader=_UniqueKeyLoader)
-        data = yaml.load(text, Loader=_UniqueKeyLoader)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506  (a SafeLoader subclass)
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
     except yaml.YAMLError as exc:

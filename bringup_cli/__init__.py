@@ -5,6 +5,10 @@ This package is the only code that imports the library (``bringup``), the flows
 its own module exposing a Typer ``app``; this module stitches them together and turns
 :class:`~bringup.errors.BringupError` into a clear message and exit code 2 instead of a
 traceback.
+
+The lab is not in the wheel: ``lab`` is imported only inside the ``bringup lab``
+commands, and without it every one of them says so in one line (``--help`` still lists
+them).
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import typer
 from rich.console import Console
 
 from bringup.errors import BringupError
+
+from .common import default_to_lab_settings, lab_installed
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Bare-metal provisioning and burn-in for GPU fleets.")
@@ -35,9 +41,22 @@ GROUPS = [
     ("parse_cmd", "parse", "Judge a recorded tool output (nccl-tests, DCGM, gpu-burn, ibstat)."),
 ]
 
+#: what every ``bringup lab`` command says where the lab package is missing (a wheel)
+NO_LAB = "the lab is not installed: run from a checkout"
+
+
+def _need_lab() -> None:
+    """Runs before any ``bringup lab`` command: one line, not an ImportError's traceback."""
+    if not lab_installed():
+        err.print(f"[bold red]error:[/] {NO_LAB}", highlight=False)
+        raise typer.Exit(2)
+
+
 for module, name, help_ in GROUPS:
     mod = importlib.import_module(f"{__name__}.{module}")
-    if name:
+    if name == "lab":
+        app.add_typer(mod.app, name=name, help=help_, callback=_need_lab)
+    elif name:
         app.add_typer(mod.app, name=name, help=help_)
     else:
         for cmd in mod.app.registered_commands:
@@ -45,6 +64,7 @@ for module, name, help_ in GROUPS:
 
 
 def main() -> None:
+    default_to_lab_settings()
     try:
         app()
     except BringupError as exc:

@@ -18,8 +18,8 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from bringup.lifecycle.engine import PATH, State, parse_state
 from bringup.insight.run_summary import fleet_rows, summary_text
+from bringup.lifecycle.engine import PATH, State, parse_state
 
 from .common import console
 
@@ -36,7 +36,7 @@ def _progress(stage: str) -> int:
     out of the pipeline: quarantined, inspection)."""
     try:
         state = parse_state(stage)
-    except Exception:  # progress display only
+    except Exception:  # noqa: BLE001  (progress display only)
         return 0
     if state in PATH:
         return PATH.index(state)
@@ -104,7 +104,7 @@ def commission(site: str = typer.Option(None), rack: str = typer.Option(None), n
             result["rows"] = commission_flow(site=site, rack=rack, tag=tag, nodes=node or None,
                                              burnin_profile=burnin_profile, dry_run=dry_run, force=force,
                                              config=config_arg)
-        except BaseException as exc:  # shown after the progress display closes
+        except BaseException as exc:  # noqa: BLE001  (shown after the progress display closes)
             result["error"] = exc
 
     worker = threading.Thread(target=run, daemon=True)
@@ -117,7 +117,7 @@ def commission(site: str = typer.Option(None), rack: str = typer.Option(None), n
             try:
                 for rec in ctx.netbox.nodes(names=[s.name for s in selected]):
                     progress.update(bars[rec.name], completed=_progress(rec.stage), stage=rec.stage)
-            except Exception:  # progress is best effort; the flow's own result decides
+            except Exception:  # noqa: BLE001, S110  (progress is best effort; the flow's own result decides)
                 pass
     if "error" in result:
         raise result["error"]

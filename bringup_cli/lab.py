@@ -3,20 +3,53 @@
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
 from rich.table import Table
 
 from bringup.netbox.schema import load_schema
+from bringup.netbox.schema_apply import apply_schema
 from bringup.sku import load_skus, nic_counts
-from lab.fleet import load_fleet
 
 from .common import console, netbox, settings
 
 app = typer.Typer(no_args_is_help=True)
 check_app = typer.Typer(no_args_is_help=True, help="Run conformance checks against the lab's simulators.")
 app.add_typer(check_app, name="check")
+
+
+class _RichSteps:
+    """A terminal's view of the lab's steps: a spinner on the running one, a line with
+    its time as each ends (lab.steps.Reporter)."""
+
+    def __init__(self, status) -> None:
+        self.status = status
+
+    def start(self, step: str) -> None:
+        self.status.update(f"{step} ...")
+
+    def note(self, text: str) -> None:
+        console.print(f"  [dim]{text}[/]", highlight=False)
+
+    def done(self, step: str, seconds: float) -> None:
+        console.print(f"[green]✓[/] {step} [dim]{seconds:.1f} s[/]", highlight=False)
+
+    def failed(self, step: str, seconds: float) -> None:
+        console.print(f"[red]✗ {step} failed after {seconds:.1f} s[/]", highlight=False)
+
+
+@contextmanager
+def _steps(title: str):
+    """A reporter of the lab's steps: rich on a terminal, else plain lines
+    (``lab: <step> ... done in 12.3 s``) that a CI log keeps as they come."""
+    if console.is_terminal:
+        with console.status(title) as status:
+            yield _RichSteps(status)
+    else:
+        from lab.steps import PlainLines
+        yield PlainLines(lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True))
 
 
 def _lab(fleet: Path | None = None, prefect_db: str | None = None):
@@ -35,25 +68,22 @@ def up(fleet: Path = typer.Option(None, help="Fleet profile (default: the last o
         raise typer.BadParameter("--prefect-db is postgresql or sqlite")
     lab = _lab(fleet, prefect_db)
     t0 = time.monotonic()
-    with console.status("starting the lab") as status:
-        timings = lab.up(progress=lambda msg: status.update(msg), with_sims=sims, workers=workers)
-    table = Table("step", "seconds", title="lab up")
-    for step, secs in timings.items():
-        table.add_row(step, f"{secs:.1f}")
-    console.print(table)
+    with _steps("starting the lab") as report:
+        lab.up(report, with_sims=sims, workers=workers)
     console.print(f"lab up in {time.monotonic() - t0:.1f}s; settings in {lab.paths.config}")
     _print_status(lab)
 
 
 @app.command()
 def prepare() -> None:
-    """Install and migrate what the lab needs, serving nothing yet (quick once done)."""
+    """Install what the lab needs and build NetBox's pristine database (restored from
+    lab/netbox-db/, else migrated), serving nothing yet; each step is printed with its time."""
     lab = _lab()
     t0 = time.monotonic()
-    with console.status("preparing the lab") as status:
-        timings = lab.prepare(progress=lambda msg: status.update(msg))
+    with _steps("preparing the lab") as report:
+        timings = lab.prepare(report)
     console.print("lab prepared in " + f"{time.monotonic() - t0:.1f}s (" +
-                  ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()) + ")")
+                  ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()) + ")", highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -102,10 +132,11 @@ def seed(fleet: Path = typer.Option(None, help="Fleet profile to write to NetBox
     """Write the fleet profile to NetBox: devices in status planned, with MACs and BMC IPs."""
     lab = _lab(fleet)
     skus = load_skus()
+    from lab.fleet import load_fleet  # the lab only inside lab commands: a wheel has none
     profile = load_fleet(lab.fleet_path, nic_counts(skus))
     from lab.seed import seed as seed_fleet
     nb = netbox(settings(config))
-    nb.apply_schema(load_schema())
+    apply_schema(nb, load_schema())
     report = seed_fleet(nb, profile, skus)
     console.print(f"site {profile.site}: {len(report.created)} devices created, {len(report.existing)} already "
                   f"there, {report.macs} MAC addresses added")

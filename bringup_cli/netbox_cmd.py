@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from bringup.netbox.schema import Action, load_schema
+from bringup.netbox.schema_apply import apply_schema
 from bringup.sku import SCHEMA_DIR
 
 from .common import console, netbox, settings
@@ -22,7 +23,7 @@ def apply(
     config: Path = typer.Option(None, help="Settings file (default: $BRINGUP_CONFIG or the lab's)."),
 ) -> None:
     """Create or update custom fields, choice sets, tags, roles, device types and config contexts."""
-    changes = netbox(settings(config)).apply_schema(load_schema(schema_dir), dry_run=dry_run)
+    changes = apply_schema(netbox(settings(config)), load_schema(schema_dir), dry_run=dry_run)
     changed = [c for c in changes if c.action is not Action.NOOP]
     if changed:
         table = Table("action", "kind", "object", "fields")

@@ -15,8 +15,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from bringup.errors import BringupError, ConfigError
 from bringup.acceptance.replay import Replay, replay
+from bringup.errors import BringupError, ConfigError
 from bringup.sku import SkuSpec, load_skus
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,

@@ -8,6 +8,7 @@ with hundreds of artifact requests in a row; the fleet table comes last.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import httpx
 from prefect import get_run_logger
@@ -17,6 +18,9 @@ from bringup.insight.run_summary import fleet_rows, node_markdown, summary_text
 from bringup.lifecycle.results import NodeReport, StepResult
 
 from .orchestrator import is_unavailable
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
 
 
 def _key(text: str) -> str:
@@ -37,7 +41,7 @@ def publish_node(report: NodeReport, outcomes: list[StepResult], prefix: str = "
         create_markdown_artifact(key=_key(f"{prefix}-node-{report.node}"),
                                  markdown=node_markdown(report, outcomes),
                                  description=f"{report.node}: {report.verdict}")
-    except Exception as exc:  # the server's trouble, not the node's
+    except Exception as exc:  # noqa: BLE001  (the server's trouble, not the node's)
         get_run_logger().warning("%s: could not publish the node summary: %s", report.node, exc)
 
 
@@ -54,17 +58,17 @@ def publish_fleet(reports: list[NodeReport], prefix: str = "commission") -> None
         get_run_logger().warning("could not publish the fleet table (%d nodes): %s", len(reports), exc)
 
 
-def publish_report(rt, prefix: str = "commission") -> None:
+def publish_report(rt: Runtime, prefix: str = "commission") -> None:
     """The site's fleet report (HTML, CSV, Parquet), written where this run's process can
     write and linked from the run. Best effort: the run's verdicts are in NetBox and the
-    fleet table either way; a report that cannot be made is a warning, not a failed run."""
-    make = getattr(rt, "report", None)
-    if make is None:  # a runtime without reports (the benchmark's)
-        return
+    fleet table either way; a report that cannot be made is a warning, not a failed run.
+    A runtime that makes no report (the bench's) returns None: nothing is linked."""
     from prefect.runtime import flow_run
     name = f"{prefix}-{flow_run.id or 'local'}"
     try:
-        index = make(name)
+        index = rt.report(name)
+        if index is None:
+            return
         create_link_artifact(key=_key(f"{prefix}-report"), link=index.resolve().as_uri(),
                              link_text=f"fleet report ({index.parent})", description="Fleet report of this run's site")
     except Exception as exc:  # noqa: BLE001 - see the docstring

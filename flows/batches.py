@@ -11,6 +11,7 @@ the one Prefect server.
 from __future__ import annotations
 
 import json
+import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -27,6 +28,9 @@ from prefect.client.schemas.filters import (
 )
 from prefect.deployments import run_deployment
 from prefect.exceptions import ObjectNotFound, PrefectHTTPStatusError
+
+from bringup.retry import Backoff
+from bringup.retry import poll as poll_until
 
 from .orchestrator import is_unavailable
 
@@ -82,17 +86,18 @@ def wait_for(run_id, poll: float = 2.0):
     """The child run once it is final. A busy server's 5xx or a dropped connection while
     polling is waited out (``run_deployment``'s own wait gave up on one 500 at 1,000
     nodes, measured), anything else is raised."""
-    while True:
+    def read():
         try:
             with get_client(sync_client=True) as client:
-                run = client.read_flow_run(run_id)
+                return client.read_flow_run(run_id)
         except httpx.HTTPError as exc:
             if not is_unavailable(exc):
                 raise
-            run = None
-        if run is not None and run.state is not None and run.state.is_final():
-            return run
-        time.sleep(poll)
+            return None
+    # no deadline here: the parent waits as long as its child run takes
+    return poll_until(read, timeout=math.inf, what=f"flow run {run_id}", backoff=Backoff(first=poll, factor=1.0),
+                      done=lambda run: run is not None and run.state is not None and run.state.is_final(),
+                      sleep=time.sleep)
 
 
 def held_reasons(table) -> dict[str, list[str]]:

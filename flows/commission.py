@@ -72,7 +72,7 @@ def commission(site: str | None = None, rack: str | None = None, tag: str | None
     rows, failed = [], []
     lc = rt.lifecycle()
     held = children_held(runs)  # skipped by a child: NetBox shows the other run's walk
-    for run, group in zip(runs, groups):
+    for run, group in zip(runs, groups, strict=True):
         if not (run.state and run.state.is_completed()):
             failed.append(f"{run.name}: {run.state.type.value if run.state else 'unknown'}")
         for s in group:

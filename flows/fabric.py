@@ -109,7 +109,7 @@ def through_fabric(selected: list, first: list, params: dict, *, config: str | N
     nxt = TABLE[State.FABRIC].success  # where a node goes once its fabric share is recorded
     beyond = PATH[PATH.index(nxt):]
     again, keep = [], {}
-    for s, w in zip(selected, first):
+    for s, w in zip(selected, first, strict=True):
         stage = w.report.stage
         if s.name in recorded:
             stage = lc.state_of(s.name).value
@@ -119,7 +119,7 @@ def through_fabric(selected: list, first: list, params: dict, *, config: str | N
             keep[s.name] = w
     rest = {w.report.node: w for w in walk_rest(again)} if again else {}
     walks = []
-    for s, w in zip(selected, first):
+    for s, w in zip(selected, first, strict=True):
         if s.name in rest:
             nxt = rest[s.name]
             res = recorded.get(s.name)

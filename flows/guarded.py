@@ -1,7 +1,8 @@
 """The blast-radius guard in a run: ask before taking serving nodes out of service, show
 the answer as the run's artifact, and say what the run must do with the refused ones.
 
-A runtime without a ``guard`` method (the benchmark's) allows everything.
+Every runtime has a guard (:meth:`flows.runtime.Runtime.guard`); the bench's allows
+every node, saying so in each decision.
 """
 
 from __future__ import annotations
@@ -18,10 +19,9 @@ from .artifacts import _key
 def ask(requests: list[Request], *, config: str | None = None, prefix: str) -> list[Decision]:
     """The guard's decisions (refused nodes already journaled in NetBox), published as the
     run's ``<prefix>-guard`` table when any was refused."""
-    ask_guard = getattr(runtime.get(config), "guard", None)
-    if ask_guard is None or not requests:
+    if not requests:
         return []
-    decisions = ask_guard(requests)
+    decisions = runtime.get(config).guard(requests)
     refused = [d for d in decisions if not d.allowed]
     if refused:
         create_table_artifact(key=_key(f"{prefix}-guard"), table=[d.as_dict() for d in decisions],
@@ -31,6 +31,6 @@ def ask(requests: list[Request], *, config: str | None = None, prefix: str) -> l
 
 
 def allowed(selected: list, decisions: list[Decision]) -> list:
-    """The selected nodes the guard did not refuse (all of them without a guard)."""
+    """The selected nodes the guard did not refuse (all of them when nothing was asked)."""
     refused = {d.node for d in decisions if not d.allowed}
     return [s for s in selected if s.name not in refused]

@@ -17,8 +17,8 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from bringup.service.blastradius import Request, refusals
 from bringup.lifecycle.engine import State
+from bringup.service.blastradius import Request, refusals
 
 from . import guarded, runtime
 from .artifacts import _key

@@ -35,6 +35,8 @@ import httpx
 from prefect.client.orchestration import get_client
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound, PrefectHTTPStatusError
 
+from bringup.retry import Backoff, retry
+
 from .orchestrator import is_unavailable, through_outage
 
 BMC_LIMIT = "bmc-sessions"
@@ -224,16 +226,12 @@ def _gate(name: str) -> Gate | None:
     with _lock:
         gate = _gates.get(name)
     if gate is None:
-        for attempt in range(8):
-            try:
-                limit = _shared_client().read_global_concurrency_limit_by_name(name).limit
-                break
-            except ObjectNotFound:  # the server will not enforce it either
-                return None
-            except PrefectHTTPStatusError as exc:
-                if not is_unavailable(exc) or attempt == 7:
-                    raise
-                time.sleep(min(0.1 * 2 ** attempt, MAX_POLL_SECONDS))
+        try:
+            limit = retry(lambda: _shared_client().read_global_concurrency_limit_by_name(name).limit,
+                          attempts=8, retry_on=(PrefectHTTPStatusError,), give_up=lambda exc: not is_unavailable(exc),
+                          backoff=Backoff(first=0.1, factor=2.0, cap=MAX_POLL_SECONDS), sleep=time.sleep)
+        except ObjectNotFound:  # the server will not enforce it either
+            return None
         with _lock:
             gate = _gates.setdefault(name, Gate(max(1, limit)))
     return gate
@@ -307,22 +305,24 @@ def _increment(client, names: list[str], lease_seconds: float) -> str | None:
             polls += 1
             asked = float(exc.response.headers.get("Retry-After", MAX_POLL_SECONDS))
             pause = 0.025 * 2 ** polls if polls <= 3 else min(asked, MAX_POLL_SECONDS)
-            time.sleep(pause * random.uniform(0.5, 1.0))
+            time.sleep(pause * random.uniform(0.5, 1.0))  # noqa: S311  (jitter, not a secret)
 
 
 def _release(client, lease_id: str) -> None:
-    for attempt in range(8):
+    def release() -> None:
         try:
             with _on_wire():
                 client.release_concurrency_slots_with_lease(lease_id)
-            return
         except PrefectHTTPStatusError as exc:
-            if exc.response.status_code == 404:  # expired already: nothing to give back
-                return
-            if not is_unavailable(exc):
+            if exc.response.status_code != 404:  # 404: expired already, nothing to give back
                 raise
-            time.sleep(0.05 * 2 ** attempt)
-    # still busy: the lease expires by itself after LEASE_SECONDS
+    try:
+        retry(release, attempts=8, retry_on=(PrefectHTTPStatusError,), give_up=lambda exc: not is_unavailable(exc),
+              backoff=Backoff(first=0.05, factor=2.0, cap=float("inf")), sleep=time.sleep)
+    except PrefectHTTPStatusError as exc:
+        if not is_unavailable(exc):
+            raise
+        # still busy: the lease expires by itself after LEASE_SECONDS
 
 
 def _forget(fut: Future) -> None:

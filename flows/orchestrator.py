@@ -10,7 +10,6 @@ cut off afterwards is held with "Prefect server unreachable" as its reason.
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,10 +17,16 @@ from contextlib import contextmanager
 import httpx
 
 from bringup.errors import OrchestratorError, OrchestratorUnavailable
+from bringup.retry import Backoff, retry
 
 #: how long one request keeps retrying a server that refuses connections or answers 5xx
 #: (a server restart, a database failover) before the step gives up on it
 OUTAGE_S = 120.0
+#: pauses between those tries (0.1 s doubling up to 2 s, each cut by up to half at random so
+#: many waiting tasks do not ask again in step)
+OUTAGE_BACKOFF = Backoff(first=0.1, factor=2.0, cap=2.0, jitter=0.5)
+#: no count of tries bounds an outage wait: its time does
+UNBOUNDED = 1 << 30
 
 def is_unavailable(exc: BaseException) -> bool:
     """A server that is down, unreachable, or answering 5xx: it may answer later."""
@@ -55,17 +60,18 @@ def through_outage[T](call: Callable[[], T], doing: str, *, outage_s: float | No
     last failure, translated. Any other error is translated at once, except those
     ``passes`` lets through untouched for the caller to handle (a 423 of a full limit)."""
     limit = OUTAGE_S if outage_s is None else outage_s
-    first = None
-    attempt = 0
-    while True:
-        try:
-            return call()
-        except httpx.HTTPError as exc:
-            if passes(exc):
-                raise
-            now = clock()
-            first = now if first is None else first
-            if not is_unavailable(exc) or now - first >= limit:
-                raise translated(exc, doing) from exc
-            attempt += 1
-            sleep(min(0.05 * 2 ** attempt, 2.0) * random.uniform(0.5, 1.0))
+    first: list[float] = []   # when the first failure came: the outage is timed from it
+
+    def stop(exc: BaseException) -> bool:
+        if passes(exc) or not is_unavailable(exc):  # type: ignore[arg-type]
+            return True
+        now = clock()
+        first[:] = first or [now]
+        return now - first[0] >= limit
+    try:
+        return retry(call, attempts=UNBOUNDED, retry_on=(httpx.HTTPError,), give_up=stop, backoff=OUTAGE_BACKOFF,
+                     sleep=sleep, clock=clock)
+    except httpx.HTTPError as exc:
+        if passes(exc):
+            raise
+        raise translated(exc, doing) from exc

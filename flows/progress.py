@@ -20,6 +20,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from bringup.retry import Backoff, Timeout
+from bringup.retry import poll as poll_until
+
 #: NetBox is read at most this often: a few reads a minute cost it nothing
 POLL_S = 5.0
 
@@ -92,17 +95,23 @@ def watch(read_nodes: Callable[[], Iterable], read_state: Callable[[], tuple[str
                 console.print(f"{time.monotonic() - t0:6.0f}s  {line}", highlight=False, soft_wrap=True)
         before = now
 
+    def until_final(shown: Callable[[], None]) -> None:
+        def look_again() -> bool:
+            tick()
+            shown()
+            return final
+        if final:
+            return
+        try:
+            poll_until(look_again, timeout=timeout - (time.monotonic() - t0), what="the run's progress",
+                       done=bool, backoff=Backoff(first=poll, factor=1.0), sleep=time.sleep)
+        except Timeout:
+            pass  # the run goes on; the caller says what a watch that ran out means
+
     if console.is_terminal:
         with Live(table(before, state, 0), console=console, refresh_per_second=1) as live:
-            while not final and time.monotonic() - t0 < timeout:
-                tick()
-                live.update(table(before, state, time.monotonic() - t0))
-                if not final:
-                    time.sleep(poll)
+            until_final(lambda: live.update(table(before, state, time.monotonic() - t0)))
     else:
-        while not final and time.monotonic() - t0 < timeout:
-            tick()
-            if not final:
-                time.sleep(poll)
+        until_final(lambda: None)
         tick()  # the last stages, after the run ended
     return state

@@ -21,10 +21,8 @@ from . import runtime
 
 
 def _rows(targets: list[Target] | None, config: str | None, **selection) -> list[Row]:
-    fn = getattr(runtime.get(config), "reconcile", None)
-    if fn is None:  # a runtime without a cluster (the benchmark's): nothing to reconcile
-        return []
-    return fn(targets, **selection)
+    """The runtime's reconcile ([] from one without a cluster, as the bench's)."""
+    return runtime.get(config).reconcile(targets, **selection)
 
 
 def publish(rows: list[Row], prefix: str) -> None:

@@ -1,27 +1,68 @@
 """What the flows run against: the lifecycle (and its selection), built from the run's
 settings file.
 
-Every flow takes a ``config`` parameter (the settings file; None: ``$BRINGUP_CONFIG`` or
-the lab's) and hands it to every task, so all tasks of a run talk to the same site
-(``bringup commission --config FILE`` used to reach the progress display only).
+Every flow takes a ``config`` parameter (the settings file; None: ``$BRINGUP_CONFIG``,
+which the lab's workers and the ``bringup`` command line set) and hands it to every task,
+so all tasks of a run talk to the same site (``bringup commission --config FILE`` used to
+reach the progress display only). Flows know no default settings file of their own.
 
 A benchmark or test hands the flows another implementation *as an object* with
-:func:`use`: anything with the methods of :class:`Runtime`.
+:func:`use`: anything with every method of :class:`Runtime`. The flows call each method
+directly; a runtime without one of these things (the bench has no cluster, no guard, no
+report) implements the method and says so in what it returns.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bringup.lifecycle.engine import Lifecycle
 
+if TYPE_CHECKING:
+    from bringup.service.blastradius import Decision, Request
+    from bringup.service.reconcile import Row, Target
+    from bringup.service.watch_step import Look
+
 
 class Runtime(Protocol):
-    def lifecycle(self) -> Lifecycle: ...
-    def select(self, **selection: Any) -> list: ...
-    def due_for_reburnin(self, **selection: Any) -> list: ...
-    def fabric_test(self, names: list[str], *, mode: str = "rack") -> tuple[dict, list]: ...
+    """Everything the flows ask of the system they run against."""
+
+    def lifecycle(self) -> Lifecycle:
+        """The lifecycle engine the walks drive (its steps and node records)."""
+        ...
+
+    def select(self, **selection: Any) -> list:
+        """The nodes a run's selection (site, rack, tag, names) names."""
+        ...
+
+    def due_for_reburnin(self, **selection: Any) -> list:
+        """The selected active nodes whose scheduled re-burn-in is due."""
+        ...
+
+    def fabric_test(self, names: list[str], *, mode: str = "rack") -> tuple[dict, list]:
+        """The pools' fabric test of ``names``: each node's document and the pair rows."""
+        ...
+
+    def reconcile(self, targets: list[Target] | None = None, **selection: Any) -> list[Row]:
+        """Kubernetes made to agree with NetBox for ``targets`` (None: the nodes
+        ``selection`` reads); one row per node out of service, [] when none is."""
+        ...
+
+    def watch(self, name: str) -> Look:
+        """One health-watch look at active node ``name``."""
+        ...
+
+    def guard(self, requests: list[Request]) -> list[Decision]:
+        """The blast-radius guard's decision on each request to take a node out of
+        service (refusals already journaled)."""
+        ...
+
+    def report(self, name: str) -> Path | None:
+        """Write the site's fleet report as ``name``; its page, or None when this runtime
+        makes no report."""
+        ...
 
 
 class SiteRuntime:
@@ -46,15 +87,15 @@ class SiteRuntime:
         from bringup.pipeline import due_for_reburnin
         return due_for_reburnin(self.ctx, **selection)
 
-    def reconcile(self, targets: list | None = None, **selection: Any) -> list:
+    def reconcile(self, targets: list[Target] | None = None, **selection: Any) -> list[Row]:
         """Kubernetes made to agree with NetBox for ``targets`` (or the nodes ``selection``
-        reads from NetBox); optional in a runtime (see flows.reconcile)."""
+        reads from NetBox); see flows.reconcile."""
         from bringup.pipeline import reconcile_fleet, reconcile_targets
         if targets is None:
             return reconcile_fleet(self.ctx, **selection)
         return reconcile_targets(self.ctx, targets)
 
-    def watch(self, name: str) -> Any:
+    def watch(self, name: str) -> Look:
         """One health-watch look at node ``name`` (see flows.healthwatch)."""
         from bringup.acceptance.thresholds import load_thresholds_file
         from bringup.service.health import load_policy
@@ -62,9 +103,9 @@ class SiteRuntime:
         (rec,) = self.ctx.netbox.nodes(names=[name])
         return look(self.ctx, rec, load_policy(), load_thresholds_file().fatal_xids)
 
-    def guard(self, requests: list) -> list:
+    def guard(self, requests: list[Request]) -> list[Decision]:
         """The blast-radius guard's decisions on taking ``requests``' nodes out of service,
-        with refusals journaled in NetBox (optional in a runtime: see flows.guarded)."""
+        with refusals journaled in NetBox (see flows.guarded)."""
         from bringup.service.guard import ask, record_refusals
         decisions = ask(self.ctx, requests)
         record_refusals(self.ctx, decisions)
@@ -76,13 +117,14 @@ class SiteRuntime:
         from bringup.fabric.fabric_step import pool_test
         return pool_test(self.ctx, names, mode=mode)
 
-    def report(self, name: str) -> Any:
+    def report(self, name: str) -> Path:
         """The fleet report of this settings' site, written under ``<state dir>/reports/NAME``;
-        returns the page's path (optional in a runtime: see flows.artifacts.publish_report)."""
+        returns the page's path (see flows.artifacts.publish_report)."""
         from bringup.insight.fleetreport import write_site
         from bringup.settings import state_dir
         s = self.ctx.settings
         return write_site(self.ctx.netbox, s.site, state_dir() / "reports" / name, gpu_hour_usd=s.gpu_hour_usd)
+
 
 _lock = threading.Lock()
 _runtimes: dict[str | None, Runtime] = {}

@@ -25,9 +25,9 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from bringup.errors import BringupError, held_reason
-from bringup.netbox.lease import RENEW_EVERY_S, Claimant, LeaseHeld, Renewer
 from bringup.lifecycle.engine import Lifecycle, State, parse_state, path
 from bringup.lifecycle.results import NodeReport, StepResult, interleave_by
+from bringup.netbox.lease import RENEW_EVERY_S, Claimant, LeaseHeld, Renewer
 
 from . import runtime
 from .artifacts import publish_fleet, publish_node, publish_report
@@ -42,7 +42,7 @@ def transient_only(task, task_run, state) -> bool:
         state.result()
     except BringupError as exc:
         return exc.transient
-    except Exception:
+    except Exception:  # noqa: BLE001  (any other error is the node's: never retried)
         return False
     return False
 
@@ -50,7 +50,7 @@ def transient_only(task, task_run, state) -> bool:
 #: every step has side effects and reads live state: never serve it from a cache, and
 #: keep results in memory (hashing inputs and persisting results per task run cost more
 #: than the orchestration itself at a few hundred nodes)
-PLAIN = dict(cache_policy=NO_CACHE, persist_result=False)
+PLAIN = {"cache_policy": NO_CACHE, "persist_result": False}
 RETRY = dict(retries=3, retry_delay_seconds=[2, 10, 30], retry_condition_fn=transient_only, **PLAIN)
 
 #: who gets a free BMC session first when several wait in this process: a node further

@@ -19,8 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from bringup.errors import ConfigError
 from bringup.admission.pool import Pool
+from bringup.errors import ConfigError
 from bringup.yamlio import LocatedYaml, load_file, load_text, validation_error
 
 MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
@@ -73,6 +73,8 @@ class FaultKind(StrEnum):
     # NCCL / fabric
     LOW_BUSBW = "low_busbw"                  # value: GB/s at the largest sizes
     NCCL_WRONG = "nccl_wrong"                # value: #wrong count
+    NCCL_DIES = "nccl_dies"                  # value: rows printed before "Test NCCL failure" and a non-zero exit
+    NCCL_CUT = "nccl_cut"                    # value: rows printed before the output stops (no summary), exit 0
     IB_PORT_DOWN = "ib_port_down"            # iface / port index
     IB_WRONG_SPEED = "ib_wrong_speed"        # value: Gb/s
     # multi-node fabric (mpirun all_reduce_perf and ib_write_bw stand-ins)

@@ -17,8 +17,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bringup.errors import LabError
 from bringup.sku import load_skus
+from lab.errors import LabError
 
 from .fleet import Fault, FaultKind, NodeSpec
 from .nodes.sshd import NodeDir

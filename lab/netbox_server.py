@@ -4,9 +4,10 @@
 * configured by a ``configuration.py`` under NETBOX_ROOT/conf that reads its secrets from
   files and its database name from the environment, so one configuration serves the
   lab instance and the test instances;
-* migrated once per version into a *pristine* database holding the superuser and API
-  token; every live or test database is a ``CREATE DATABASE ... TEMPLATE`` clone of it
-  (about 0.2 s instead of 5.5 minutes of migrations);
+* built once per version into a *pristine* database holding the superuser and API
+  token: restored from the committed dump of the migrated schema (lab/netbox_dump.py,
+  seconds) when it fits the installed NetBox, else migrated (minutes); every live or test
+  database is a ``CREATE DATABASE ... TEMPLATE`` clone of it (about 0.2 s);
 * served by gunicorn, with WhiteNoise for the static files a real site's web server
   would serve.
 """
@@ -21,9 +22,9 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
-from bringup.errors import LabError
+from lab.errors import LabError
 
-from . import procs
+from . import netbox_dump, procs
 from .paths import HOST, NETBOX_PORT, NETBOX_VERSION, PG_PORT, REDIS_PORT, LabPaths
 from .postgres import SUPERUSER, Postgres
 
@@ -77,15 +78,32 @@ from netbox.wsgi import application as _netbox
 application = WhiteNoise(_netbox, root=os.path.join(os.environ["NETBOX_ROOT"], "static"), prefix="static/")
 '''
 
+# one Django start: first what `migrate` would still apply (none, after a migrate or the
+# restore of a dump that fits), and only when nothing is left, the superuser and token
 BOOTSTRAP = '''\
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 from users.models import Token, User
-u = User.objects.filter(username={user!r}).first()
-if u is None:
-    u = User.objects.create_superuser({user!r}, "admin@lab.invalid", {password!r})
-t = Token(user=u, description="bringup lab", write_enabled=True)
-t.save()
-print("TOKEN=nbt_%s.%s" % (t.key, t.token))
+_ex = MigrationExecutor(connection)
+_plan = _ex.migration_plan(_ex.loader.graph.leaf_nodes())
+if _plan:
+    print("UNAPPLIED=%d %s" % (len(_plan), ", ".join("%s.%s" % (m.app_label, m.name) for m, _ in _plan[:3])))
+else:
+    u = User.objects.filter(username={user!r}).first()
+    if u is None:
+        u = User.objects.create_superuser({user!r}, "admin@lab.invalid", {password!r})
+    t = Token(user=u, description="bringup lab", write_enabled=True)
+    t.save()
+    print("TOKEN=nbt_%s.%s" % (t.key, t.token))
 '''
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all: a NetBox process starting meanwhile (another
+    test worker's server, a gunicorn worker restarting) never reads half a file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def find_python312() -> str:
@@ -97,7 +115,7 @@ def find_python312() -> str:
     for c in candidates:
         if c and os.path.exists(c):
             r = subprocess.run([c, "-c", "import sys, venv; print(sys.version_info[:2] >= (3, 12))"],
-                               capture_output=True, text=True)
+                               capture_output=True, text=True, check=False)
             if r.returncode == 0 and r.stdout.strip() == "True":
                 return c
     raise LabError("no Python 3.12 found for NetBox's venv",
@@ -127,7 +145,7 @@ class NetBox:
         subprocess.run([find_python312(), "-m", "venv", str(self.venv)], check=True)
         r = subprocess.run([str(self.venv / "bin/pip"), "install", "-q", "--disable-pip-version-check",
                             f"netbox=={NETBOX_VERSION}", "gunicorn", "whitenoise"],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, check=False)
         if r.returncode != 0:
             raise LabError(f"pip install netbox=={NETBOX_VERSION} failed:\n{r.stderr[-2000:]}")
         marker.write_text(NETBOX_VERSION + "\n")
@@ -139,10 +157,10 @@ class NetBox:
         self.paths.secret("netbox-admin-password", length=18)
         conf = self.root / "conf"
         conf.mkdir(parents=True, exist_ok=True)
-        (conf / "configuration.py").write_text(CONFIGURATION.format(
+        _replace(conf / "configuration.py", CONFIGURATION.format(
             secrets=str(self.paths.secrets), live_db=LIVE_DB, pg_user=SUPERUSER, host=HOST,
             pg_port=PG_PORT, redis_port=REDIS_PORT))
-        (self.root / "bringup_wsgi.py").write_text(WSGI)
+        _replace(self.root / "bringup_wsgi.py", WSGI)
 
     def overrides(self, db: str = LIVE_DB, redis_db: int = 0) -> dict[str, str]:
         """What a NetBox process needs on top of the caller's environment."""
@@ -154,25 +172,34 @@ class NetBox:
 
     def manage(self, *args: str, db: str = LIVE_DB, input_: str | None = None) -> str:
         r = subprocess.run([str(self.exe), *args], env=self.env(db), capture_output=True, text=True,
-                           input=input_)
+                           input=input_, check=False)
         if r.returncode != 0:
             raise LabError(f"netbox {' '.join(args)} failed:\n{(r.stdout + r.stderr)[-3000:]}")
         return r.stdout
 
     # --- pristine database --------------------------------------------------------------
     def ensure_pristine(self, progress=print) -> bool:
-        """Migrate once per NetBox version. Returns True when it had to migrate."""
+        """Build the pristine database once per NetBox version: the committed dump of the
+        migrated schema restored when it fits the installed NetBox (seconds), else
+        ``migrate`` (minutes), saying why in one line. Returns True when it built it."""
         if self.pg.exists(PRISTINE_DB):
             return False
         build = PRISTINE_DB + "_build"
         self.pg.drop(build)
         self.pg.create(build)
-        progress(f"migrating NetBox {NETBOX_VERSION} into a pristine database (once per version, minutes)")
-        self.manage("migrate", "--no-input", db=build)
-        if not (self.root / "static").exists():
-            self.manage("collectstatic", "--no-input", db=build)
-        out = self.manage("shell", "-c", BOOTSTRAP.format(
-            user=ADMIN_USER, password=self.paths.secret("netbox-admin-password")), db=build)
+        restored = self._restore(build, progress)
+        if not restored:
+            progress(f"migrating NetBox {NETBOX_VERSION} into a pristine database (once per version, minutes)")
+            self.manage("migrate", "--no-input", db=build)
+        out = self._bootstrap(build)
+        if restored and out.startswith("UNAPPLIED="):
+            progress(f"the restored dump leaves migrations to apply ({out.split('=', 1)[1].strip()}); "
+                     "migrating instead (rebuild the dump: scripts/netbox-dump build)")
+            self.pg.drop(build)
+            self.pg.create(build)
+            self.manage("migrate", "--no-input", db=build)
+            out = self._bootstrap(build)
+        self.ensure_static()  # as before, for callers that only ask for the pristine database
         token = next((ln.split("=", 1)[1] for ln in out.splitlines() if ln.startswith("TOKEN=")), None)
         if not token:
             raise LabError("could not create the NetBox API token", hint=f"output was: {out[-300:]}")
@@ -181,6 +208,43 @@ class NetBox:
         self.paths.secret("netbox-token", factory=lambda: token)
         # the rename is the commit point: a pristine database is complete or absent
         self.pg.psql(f'ALTER DATABASE "{build}" RENAME TO "{PRISTINE_DB}"')
+        return True
+
+    def _restore(self, build: str, progress) -> bool:
+        """Restore the committed dump into the empty database ``build`` when it fits."""
+        try:
+            dump, why = netbox_dump.plan(NETBOX_VERSION, netbox_dump.site_packages_of(self.venv))
+        except netbox_dump.Unusable as exc:
+            dump, why = None, str(exc)
+        if dump is None:
+            progress(f"not restoring the NetBox schema dump: {why}")
+            return False
+        progress(f"restoring NetBox {NETBOX_VERSION}'s migrated schema from {dump.name}")
+        try:
+            netbox_dump.restore(self.pg, dump, build)
+        except LabError as exc:
+            progress(f"restoring {dump.name} failed ({str(exc).splitlines()[0][:200]}); migrating instead")
+            self.pg.drop(build)
+            self.pg.create(build)
+            return False
+        return True
+
+    def _bootstrap(self, db: str) -> str:
+        """The superuser and a new API token in ``db``: ``TOKEN=...``, or ``UNAPPLIED=...``
+        (and nothing created) when ``migrate`` would still apply something there."""
+        return self.manage("shell", "-c", BOOTSTRAP.format(
+            user=ADMIN_USER, password=self.paths.secret("netbox-admin-password")), db=db)
+
+    def ensure_static(self) -> bool:
+        """Collect NetBox's static files once per version (no database needed). Returns
+        True when it collected them; a collect cut short is finished by the next one (it
+        copies only what is missing or changed, under a server that may be serving)."""
+        marker = self.root / "static" / ".bringup-collected"
+        if marker.exists():
+            return False
+        # any database name will do: collectstatic opens no connection
+        self.manage("collectstatic", "--no-input", db=LIVE_DB)
+        marker.write_text(NETBOX_VERSION + "\n")
         return True
 
     def ensure_db(self, db: str = LIVE_DB) -> bool:
@@ -211,7 +275,7 @@ class NetBox:
         try:
             with urllib.request.urlopen(f"{self.url(port)}/login/", timeout=3) as resp:
                 return resp.status == 200
-        except Exception:
+        except Exception:  # noqa: BLE001 - any failure to answer means not ready yet
             return False
 
     def api_status(self, token: str, port: int = NETBOX_PORT) -> dict:

@@ -1,13 +1,17 @@
-"""Where the lab keeps its state, and its fixed loopback ports."""
+"""Where the lab keeps its state (its home, and the settings file ``bringup lab up``
+writes there), and its fixed loopback ports.
+
+``python -m lab.paths config`` prints the lab's settings file: ``make demo`` hands it to
+the demo as ``BRINGUP_CONFIG`` (the library has no default settings file of its own).
+"""
 
 from __future__ import annotations
 
 import os
 import secrets
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-
-from bringup.settings import lab_home
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 NETBOX_VERSION = "4.7.3"
@@ -20,6 +24,21 @@ KUBE_PORT = 56443
 #: the web server the BMCs fetch install seeds from (inside the BMC simulator)
 SEED_PORT = 58090
 HOST = "127.0.0.1"
+
+
+def lab_home() -> Path:
+    """The lab's state folder (databases, venvs, logs, generated credentials, its settings).
+
+    ``$BRINGUP_LAB_HOME``, else /var/lib/bringup-lab as root (not under /root: PostgreSQL
+    runs as the postgres user and must be able to reach its data folder), else
+    ``~/.local/share/bringup-lab``.
+    """
+    env = os.environ.get("BRINGUP_LAB_HOME")
+    if env:
+        return Path(env)
+    if os.geteuid() == 0:
+        return Path("/var/lib/bringup-lab")
+    return Path.home() / ".local/share/bringup-lab"
 
 
 @dataclass(frozen=True)
@@ -77,3 +96,9 @@ class LabPaths:
             with os.fdopen(fd, "w") as f:
                 f.write(value + "\n")
         return path.read_text().strip()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["config"]:
+        sys.exit("usage: python -m lab.paths config  (prints the lab's settings file)")
+    print(LabPaths.default().config)

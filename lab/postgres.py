@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from bringup.errors import LabError
+from lab.errors import LabError
 
 from . import procs
 from .paths import HOST, PG_PORT, LabPaths
@@ -109,7 +109,7 @@ class Postgres:
         procs.wait_until(lambda: self._ready(), timeout=60, what="PostgreSQL", log=log)
 
     def _ready(self) -> bool:
-        r = subprocess.run(["pg_isready", "-q", "-h", HOST, "-p", str(PG_PORT)], capture_output=True)
+        r = subprocess.run(["pg_isready", "-q", "-h", HOST, "-p", str(PG_PORT)], capture_output=True, check=False)
         return r.returncode == 0
 
     def stop(self) -> bool:
@@ -117,10 +117,25 @@ class Postgres:
 
     def psql(self, sql: str, db: str = "postgres") -> str:
         r = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql],
-                           env=self.env(), capture_output=True, text=True)
+                           env=self.env(), capture_output=True, text=True, check=False)
         if r.returncode != 0:
             raise LabError(f"psql failed: {r.stderr.strip()}")
         return r.stdout.strip()
+
+    def dump(self, db: str) -> bytes:
+        """``db`` as plain SQL without owners or grants, so it loads into any cluster."""
+        r = subprocess.run(["pg_dump", "--no-owner", "--no-privileges", "-d", db], env=self.env(),
+                           capture_output=True, check=False)
+        if r.returncode != 0:
+            raise LabError(f"pg_dump {db} failed: {r.stderr.decode(errors='replace').strip()[-500:]}")
+        return r.stdout
+
+    def load(self, db: str, sql: bytes) -> None:
+        """Run a plain-SQL dump in ``db``, all of it in one transaction or none of it."""
+        r = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "--single-transaction", "-d", db],
+                           input=sql, env=self.env(), capture_output=True, check=False)
+        if r.returncode != 0:
+            raise LabError(f"loading SQL into {db} failed: {r.stderr.decode(errors='replace').strip()[-500:]}")
 
     def exists(self, db: str) -> bool:
         return self.psql(f"SELECT 1 FROM pg_database WHERE datname = '{db}'") == "1"

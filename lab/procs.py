@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bringup.errors import LabError
+from lab.errors import LabError
 
 
 def pid_of(run_dir: Path, name: str) -> int | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 
-from bringup.errors import LabError
+from lab.errors import LabError
 
 from . import procs
 from .paths import HOST, REDIS_PORT, LabPaths

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from bringup.errors import NetBoxError, NotFoundError
 from bringup.lifecycle.engine import initial_fields
-from bringup.netbox.schema import marked
 from bringup.netbox.adapter import DEVICE_ROLE, NetBox, _guard
+from bringup.netbox.schema import marked
 from bringup.sku import SkuSpec
 
 from .fleet import BMC_IFACE, MGMT_IFACE, FleetProfile

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from bringup.errors import LabError
 from bringup.sku import load_skus, nic_counts
+from lab.errors import LabError
 from lab.fleet import FleetProfile, load_fleet
 from lab.gpu.build import ensure_built
 
@@ -27,6 +26,7 @@ from .paths import HOST, KUBE_PORT, NETBOX_PORT, PG_PORT, REDIS_PORT, REPO_ROOT,
 from .postgres import Postgres
 from .prefect_server import PrefectServer
 from .redis import Redis
+from .steps import Reporter, Steps
 
 DEFAULT_FLEET = REPO_ROOT / "lab" / "fleets" / "default.yaml"
 
@@ -85,33 +85,29 @@ class Lab:
     def fleet(self) -> FleetProfile:
         return load_fleet(self.fleet_path, nic_counts(load_skus()))
 
-    def prepare(self, progress: Callable[[str], None] = print) -> dict[str, float]:
+    def prepare(self, report: Reporter | None = None) -> dict[str, float]:
         """The slow first-time work, with nothing served yet: PostgreSQL and Redis up, the
-        NetBox release installed and its pristine database migrated (minutes, once per
-        NetBox version). The test suite runs this first, outside any test's time limit."""
-        timings: dict[str, float] = {}
+        NetBox release installed and its pristine database built (restored from the
+        committed dump in seconds, else migrated in minutes; once per NetBox version). The
+        test suite runs this first, outside any test's time limit. Each step is reported
+        as it starts and ends (plain lines by default); returns seconds per step."""
+        steps = Steps(report)
         self.paths.ensure()
         for name, fn in (("postgresql", self.pg.start), ("redis", self.redis.start),
                          ("netbox install", self.netbox.ensure_venv), ("netbox config", self.netbox.write_config),
-                         ("netbox pristine db", lambda: self.netbox.ensure_pristine(progress)),
+                         ("netbox static files", self.netbox.ensure_static),
+                         ("netbox pristine db", lambda: self.netbox.ensure_pristine(steps.report.note)),
                          ("gpu stand-ins", lambda: ensure_built(self.paths.home))):
-            t = time.monotonic()
-            progress(f"{name}...")
-            fn()
-            timings[name] = time.monotonic() - t
-        return timings
+            steps.run(name, fn)
+        return steps.timings
 
-    def up(self, progress: Callable[[str], None] = print, with_sims: bool = True,
+    def up(self, report: Reporter | None = None, with_sims: bool = True,
            workers: int | None = None) -> dict[str, float]:
-        """Start everything; returns seconds spent per step. ``workers`` batch workers take
-        the child runs of large commission runs (default: as many as last time, else 1)."""
-        timings: dict[str, float] = {}
-
-        def step(name: str, fn: Callable[[], object]) -> None:
-            t = time.monotonic()
-            progress(f"{name}...")
-            fn()
-            timings[name] = time.monotonic() - t
+        """Start everything, each step reported as it starts and ends; returns seconds spent
+        per step. ``workers`` batch workers take the child runs of large commission runs
+        (default: as many as last time, else 1)."""
+        steps = Steps(report)
+        step = steps.run
 
         fleet = self.fleet()  # validate before starting anything
         self.paths.ensure()
@@ -123,7 +119,8 @@ class Lab:
         step("redis", self.redis.start)
         step("netbox install", self.netbox.ensure_venv)
         step("netbox config", self.netbox.write_config)
-        step("netbox pristine db", lambda: self.netbox.ensure_pristine(progress))
+        step("netbox static files", self.netbox.ensure_static)
+        step("netbox pristine db", lambda: self.netbox.ensure_pristine(steps.report.note))
         step("netbox db", self.netbox.ensure_db)
         step("netbox server", self.netbox.start)
         step("prefect server", self.prefect.start)
@@ -136,7 +133,7 @@ class Lab:
         self.write_settings(fleet)
         step("prefect deployments", self.register_deployments)
         step("prefect workers", lambda: self.start_workers(workers))
-        return timings
+        return steps.timings
 
     def register_deployments(self) -> None:
         """Work pool, concurrency limits and the deployments of prefect.yaml (idempotent)."""

@@ -1,16 +1,24 @@
 """Session fixtures that start the lab's real services for integration tests.
 
-Tests share the lab's PostgreSQL cluster and its pristine NetBox database (so they never
-migrate), but run their own NetBox server on another port and database, and their own
-Prefect server, so a developer's running lab is left alone.
+Tests share the lab's PostgreSQL cluster, its Redis server and its pristine NetBox
+database (so they never migrate), but run their own NetBox servers on other ports and
+databases, and their own Prefect server, so a developer's running lab is left alone.
+
+With pytest-xdist every worker gets its own of each (tests/ports.py: ports, names,
+databases, Redis db). What workers share is set up under one file lock: starting
+PostgreSQL and Redis, installing NetBox, writing its configuration, migrating the
+pristine database. Run the suite as ``pytest -n 2 --dist loadgroup`` (``make test``):
+the tests of one fleet lab carry ``xdist_group("<fleet>")`` and so run on one worker.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
-import subprocess
 from pathlib import Path
 
+import ports
 import pytest
 
 from bringup.netbox.adapter import NetBox, connect
@@ -18,65 +26,150 @@ from bringup.sku import load_skus, nic_counts
 from lab.fleet import load_fleet
 
 REPO = Path(__file__).resolve().parent.parent
-TEST_NETBOX_PORT = 58081
-TEST_NETBOX_DB = "netbox_test"
-TEST_REDIS_DB = 4
-TEST_PREFECT_PORT = 54201
+TEST_NETBOX_PORT = ports.netbox_port("test")
+TEST_NETBOX_DB = ports.netbox_db("test")
+TEST_REDIS_DB = ports.REDIS_DB
+TEST_PREFECT_PORT = ports.PREFECT_PORT
 
 # Prefect reads its settings once, when it is first imported (a test module importing
-# flows.* at the top does that during collection): point it at this session's test
+# flows.* at the top does that during collection): point it at this worker's test
 # server now, and forbid the temporary server it would otherwise start quietly (seen:
 # in-process flow runs talking to one while the rest of the test used the real one).
-os.environ["PREFECT_API_URL"] = f"http://127.0.0.1:{TEST_PREFECT_PORT}/api"
+os.environ["PREFECT_API_URL"] = f"http://{ports.HOST}:{TEST_PREFECT_PORT}/api"
 os.environ["PREFECT_SERVER_ALLOW_EPHEMERAL_MODE"] = "false"
+# An xdist worker starts with COLUMNS=80 and LINES=24 in its environment, with no terminal
+# (seen with pytest-xdist 3.8; a session without xdist has neither): a rich Console made
+# at import then keeps 80 columns for good, and a CLI test that runs the command with a
+# wider COLUMNS sees its output wrapped anyway. Leave the width to each test, as serially.
+if ports.WORKER:
+    for _var in ("COLUMNS", "LINES"):
+        os.environ.pop(_var, None)
+
+#: tests that use a fleet lab (its fixed loopback addresses and ports) -> the xdist group
+#: they must carry, so that one worker runs them all
+FLEET_FIXTURES = {"flow_lab": "flow8", "fault_lab": "faults", "watch_lab": "watch", "bmcsim": "bmcsim"}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """A test of a fleet lab without its fleet's xdist group could run on a second worker
+    beside the lab's other tests, on the same addresses: refuse to run at all. And refuse
+    an xdist that would not honour the groups (pytest-xdist 3.8 with pytest 9.2 ignores
+    them without a word: pytest-dev/pytest-xdist#1386); this runs after its own hook."""
+    problems = []
+    loadgroup = hasattr(config, "workerinput") and config.getvalue("loadgroup")
+    for item in items:
+        wanted = {g for f, g in FLEET_FIXTURES.items() if f in getattr(item, "fixturenames", ())}
+        groups = {m.args[0] if m.args else m.kwargs.get("name") for m in item.iter_markers("xdist_group")}
+        if wanted and groups != wanted:
+            problems.append(f"{item.nodeid}: uses the {'/'.join(sorted(wanted))} lab, marked {sorted(groups)}; "
+                            "mark it pytest.mark.xdist_group(<fleet>) (tests/conftest.py FLEET_FIXTURES)")
+        elif groups and loadgroup and not item.nodeid.endswith("@" + "_".join(sorted(groups))):
+            problems.append(f"{item.nodeid}: pytest-xdist did not tag it with its group {sorted(groups)}: "
+                            "this pytest/pytest-xdist pair ignores xdist_group (see pyproject.toml)")
+    if problems:
+        raise pytest.UsageError("\n  ".join(["tests that could run beside their fleet lab:", *problems]))
+
+
+def pytest_configure(config):
+    # the controller of an xdist run names the run, so that at its end it can stop what
+    # its workers started (pytest_sessionfinish below); workers get the id from xdist
+    if not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None) \
+            and getattr(config.option, "testrunuid", "unset") is None:
+        import uuid
+        config.option.testrunuid = uuid.uuid4().hex
+
+
+@contextlib.contextmanager
+def shared_setup(paths):
+    """One worker at a time sets up what all share (lab folders, secrets, PostgreSQL, Redis,
+    NetBox's install, configuration and pristine database)."""
+    paths.home.mkdir(parents=True, exist_ok=True)
+    with open(paths.home / ".tests-setup.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
+def _started_file(paths, run_id: str) -> Path:
+    return paths.run / f"tests-started-{run_id}"
 
 
 @pytest.fixture(scope="session")
 def lab_paths():
     from lab.paths import LabPaths
     paths = LabPaths.default()
-    paths.ensure()
+    with shared_setup(paths):
+        paths.ensure()
     return paths
 
 
 @pytest.fixture(scope="session")
 def postgres(lab_paths):
-    """The lab's PostgreSQL and Redis; stopped at the end if this session started them."""
+    """The lab's PostgreSQL and Redis; stopped at the end if this run started them (by the
+    session without xdist, else by the xdist controller once every worker is done)."""
     from lab import procs
     from lab.paths import HOST, PG_PORT, REDIS_PORT
     from lab.postgres import Postgres
     from lab.redis import Redis
     pg, redis = Postgres(lab_paths), Redis(lab_paths)
-    was_up = procs.port_open(HOST, PG_PORT), procs.port_open(HOST, REDIS_PORT)
-    pg.start()
-    redis.start()
+    with shared_setup(lab_paths):
+        started = [name for name, port in (("postgres", PG_PORT), ("redis", REDIS_PORT))
+                   if not procs.port_open(HOST, port)]
+        pg.start()
+        redis.start()
+        run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+        if started and run_id:
+            with open(_started_file(lab_paths, run_id), "a") as f:
+                f.write("".join(n + "\n" for n in started))
     yield pg
-    if not was_up[1]:
-        redis.stop()
-    if not was_up[0]:
-        pg.stop()
+    if not ports.WORKER:
+        _stop_started(lab_paths, started)
+
+
+def _stop_started(paths, names) -> None:
+    from lab.postgres import Postgres
+    from lab.redis import Redis
+    if "redis" in names:
+        Redis(paths).stop()
+    if "postgres" in names:
+        Postgres(paths).stop()
+
+
+def pytest_sessionfinish(session):
+    config = session.config
+    run_id = getattr(config.option, "testrunuid", None)
+    if hasattr(config, "workerinput") or not run_id:
+        return
+    from lab.paths import LabPaths
+    paths = LabPaths.default()
+    marker = _started_file(paths, run_id)
+    if marker.exists():
+        _stop_started(paths, set(marker.read_text().split()))
+        marker.unlink()
 
 
 @pytest.fixture(scope="session")
-def netbox_server(lab_paths, postgres):
-    """A real NetBox on its own port, over a clone of the pristine database."""
-    from lab.netbox_server import PRISTINE_DB
+def netbox_install(lab_paths, postgres):
+    """The lab's NetBox release, configuration and pristine database, ready to serve any
+    database cloned from it: ``netbox_install.start(name=..., port=..., db=...)``."""
     from lab.netbox_server import NetBox as NetBoxServer
     srv = NetBoxServer(lab_paths, postgres)
-    srv.ensure_venv()
-    srv.write_config()
-    srv.ensure_pristine()
+    with shared_setup(lab_paths):
+        srv.ensure_venv()
+        srv.write_config()
+        srv.ensure_pristine()
+    return srv
+
+
+@pytest.fixture(scope="session")
+def netbox_server(netbox_install, postgres):
+    """A real NetBox of this worker on its own port, over a clone of the pristine database."""
+    from lab.netbox_server import PRISTINE_DB
     postgres.clone(PRISTINE_DB, TEST_NETBOX_DB)
-    srv.start(name="netbox-test", port=TEST_NETBOX_PORT, db=TEST_NETBOX_DB, redis_db=TEST_REDIS_DB, workers=2)
-    yield srv
-    srv.stop("netbox-test")
-
-
-def _flush_redis(db: int) -> None:
-    from lab.paths import HOST, REDIS_PORT
-    for n in (db, db + 1):
-        subprocess.run(["redis-cli", "-h", HOST, "-p", str(REDIS_PORT), "-n", str(n), "FLUSHDB"],
-                       capture_output=True, check=False)
+    name = ports.netbox_name("test")
+    netbox_install.start(name=name, port=TEST_NETBOX_PORT, db=TEST_NETBOX_DB, redis_db=TEST_REDIS_DB, workers=2)
+    yield netbox_install
+    netbox_install.stop(name)
 
 
 @pytest.fixture(scope="session")
@@ -94,7 +187,7 @@ def netbox(netbox_server, postgres, netbox_url, netbox_token) -> NetBox:
     """A NetBox adapter on a fresh clone of the pristine database (about 0.2 s)."""
     from lab.netbox_server import PRISTINE_DB
     postgres.clone(PRISTINE_DB, TEST_NETBOX_DB)
-    _flush_redis(TEST_REDIS_DB)
+    ports.flush_redis()
     return NetBox(connect(netbox_url, netbox_token))
 
 
@@ -110,10 +203,11 @@ def lab_fleet(skus):
 
 @pytest.fixture(scope="session")
 def prefect_server(lab_paths, postgres):
-    """A Prefect server of this session on the lab's PostgreSQL (as the lab runs it), on a
+    """A Prefect server of this worker on the lab's PostgreSQL (as the lab runs it), on a
     fresh database unless a server of an earlier session still runs."""
     from lab.prefect_server import PrefectServer
-    srv = PrefectServer(lab_paths, name="prefect-test", home=lab_paths.home / "prefect-test", port=TEST_PREFECT_PORT)
+    srv = PrefectServer(lab_paths, name=ports.PREFECT_NAME, home=lab_paths.home / ports.PREFECT_NAME,
+                        port=TEST_PREFECT_PORT)
     if not srv.healthy():
         postgres.drop(srv.db_name)
     srv.start()

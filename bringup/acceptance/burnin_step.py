@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from bringup.context import Context
-from bringup.netbox.adapter import NodeRecord
 from bringup.lifecycle.results import Evidence, StepResult
+from bringup.netbox.adapter import NodeRecord
 from bringup.provision.configure_steps import manifest_of
 
 

@@ -22,11 +22,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from bringup.acceptance.peers import FigureCheck
+from bringup.acceptance.peers import compare as compare_peers
 from bringup.acceptance.result import BurnInResult, CheckOutcome, Finding
 from bringup.acceptance.thresholds import Rule, SkuThresholds
 from bringup.errors import ConfigError
-from bringup.acceptance.peers import FigureCheck
-from bringup.acceptance.peers import compare as compare_peers
 
 VerdictStatus = Literal["pass", "fail", "incomplete"]
 
@@ -119,6 +119,12 @@ REMEDIATION = {
     "nccl_wrong": "all_reduce produced wrong values: run dcgmi diag -r 3 to find the bad GPU and RMA it",
     "nccl_oob": "all_reduce produced out-of-bounds values: run dcgmi diag -r 3 to find the bad GPU and RMA it",
     "nccl_failed": "all_reduce_perf failed: check NCCL install and GPU health",
+    "nccl_launcher_failed": "a rank of all_reduce_perf exited non-zero or on a signal: check dmesg for XIDs on the "
+                            "node the launcher names and the NCCL install, then re-run",
+    "nccl_incomplete": "all_reduce_perf stopped before its summary (the run did not finish): check dmesg for "
+                       "XIDs and a hung GPU, then re-run burn-in",
+    "dcgm_required_missing": "DCGM {test} is required for this SKU but did not run: install its plugin (the "
+                             "DCGM packages of the image) or fix the run level, then re-run burn-in",
     "ib_port_down": "IB port {port} is down: check cable, transceiver and the switch port",
     "ib_rate_low": "IB port {port} trained at {value} Gb/s: reseat/replace the cable or transceiver",
     "ib_port_missing": "fewer IB ports than the SKU has: check the HCAs are seated and the driver loaded",
@@ -168,6 +174,7 @@ REMEDIATION = {
     "not_reached": "re-run burn-in: the run stopped before this check",
     "ib_port_unreadable": "ibstat output was cut: re-run it; check the OFED install",
     "ibstat_panic": "ibstat could not read an HCA: check the HCA is present and the OFED install",
+    "ib_no_device": "ibstat found no IB device: check the HCAs are seated and the mlx5/ib_umad drivers loaded",
     "ibstat_unreadable": "ibstat's output could not be read while sysfs looks fine: check the OFED/rdma-core "
                          "install (ibstat, umad) and run ibstat by hand on the node",
 }
@@ -286,7 +293,7 @@ def _trend_notes(result: BurnInResult, previous: dict[str, Any]) -> list[Note]:
     now = ecc_aggregate(result)
     for kind, values in now.items():
         before = previous.get(kind) or []
-        for gpu, (a, b) in enumerate(zip(values, before)):
+        for gpu, (a, b) in enumerate(zip(values, before, strict=False)):
             if isinstance(a, int) and isinstance(b, int) and a > b:
                 notes.append(Note(check="ecc", code="ecc_aggregate_grew",
                                   message=f"GPU {gpu}: lifetime {kind} ECC errors grew from {b} to {a} since the "

@@ -16,9 +16,9 @@ from typing import Any
 
 from bringup.context import Context
 from bringup.errors import BringupError, NetBoxNotFound, ParseError
-from bringup.netbox.evidence import EvidenceStore
-from bringup.netbox.adapter import NodeRecord, now_iso
 from bringup.lifecycle.results import Evidence, StepResult
+from bringup.netbox.adapter import NodeRecord, now_iso
+from bringup.netbox.evidence import EvidenceStore
 
 
 def figures_of(raw: Any) -> dict[str, Any]:
@@ -76,11 +76,11 @@ def verdict_of(name: str, rec: NodeRecord, stored: Any, previous: Any = None,
     is an ``incomplete`` verdict naming the parse error, never a pass. ``previous`` is the
     node's previous verdict document, if any (for the ECC trend and the baseline); ``peers``
     the ``(name, document)`` of its peers (None: no peer comparison, e.g. a replay)."""
-    from bringup.acceptance.result import parse_result
-    from bringup.acceptance.thresholds import thresholds_for
     from bringup.acceptance.judge import ecc_aggregate
     from bringup.acceptance.judge import judge as judge_result
     from bringup.acceptance.peers import figures as peer_figures
+    from bringup.acceptance.result import parse_result
+    from bringup.acceptance.thresholds import thresholds_for
 
     raw, source = _document(name, stored)
     serials = rec.custom_fields.get("gpu_serials")

@@ -49,7 +49,7 @@ LIMIT_KEYS = ("min_busbw_gbps", "busbw_largest_sizes", "max_temp_c", "fatal_xids
               "max_ecc_corrected_volatile", "max_ecc_uncorrected_aggregate", "max_ecc_corrected_aggregate",
               "max_ecc_sram_uncorrected_aggregate", "max_ecc_sram_corrected_aggregate",
               "max_remapped_rows_uncorrectable", "max_nvlink_errors", "max_pcie_replay", "min_disk_write_mib_s",
-              "nccl_error_limits")
+              "nccl_error_limits", "dcgm_required_tests")
 
 #: seconds allowed to a check that only queries NVML, sysfs or the kernel log
 FIXED_CHECK_S = 60.0
@@ -111,7 +111,7 @@ def make_plan(sku: SkuSpec, thresholds: SkuThresholds, manifest_versions: dict[s
             "pcie_gen": sku.gpu.pcie_gen, "pcie_width": sku.gpu.pcie_width, "nvlink_links": sku.gpu.nvlink_links,
             "ecc": sku.gpu.ecc, "ib_ports": sku.nics.compute, "ib_rate_gbps": sku.nics.compute_speed_gbps,
         },
-        "limits": {k: v[k] for k in LIMIT_KEYS if k in v},
+        "limits": _limits(v, profile),
         "versions": {
             "driver": str(manifest_versions["driver"]), "cuda": str(manifest_versions["cuda"]),
             "nccl": str(manifest_versions["nccl"]), "kernel": str(manifest_versions["kernel"]),
@@ -124,6 +124,16 @@ def make_plan(sku: SkuSpec, thresholds: SkuThresholds, manifest_versions: dict[s
     plan["check_timeouts_s"] = check_budgets(plan)
     plan["budget_s"] = plan_budget_s(plan)
     return plan
+
+
+def _limits(values: dict[str, Any], profile: Profile) -> dict[str, Any]:
+    """The thresholds the agent applies; ``dcgm_required_tests`` may be given per profile
+    (each profile runs another DCGM level: ``{quick: [...], full: [...]}``)."""
+    limits = {k: values[k] for k in LIMIT_KEYS if k in values}
+    req = limits.get("dcgm_required_tests")
+    if isinstance(req, dict):
+        limits["dcgm_required_tests"] = list(req.get(profile) or [])
+    return limits
 
 
 def _scaled(spec: dict[str, Any], scale: float) -> dict[str, Any]:

@@ -7,8 +7,11 @@ limits of ``bringup/data/thresholds.yaml``, and with a SKU its expectations (ban
 GPU count, InfiniBand ports and rate). Pure: text in, :class:`Replay` out.
 
 ``ok`` is True only when the output alone shows a healthy run: any ``fail`` or ``error``
-finding makes it False, and so does a figure that could not be judged. An output that
-holds no result at all raises :class:`~bringup.errors.ParseError` naming what is missing.
+finding makes it False, and so does a figure that could not be judged. A run that failed
+(a ``Test NCCL failure`` line, the launcher's report of a rank's bad exit), stopped before
+its summary, or an ``ibstat`` that found no device is understood: ``ok`` False with the
+reason. An output that holds no result at all raises :class:`~bringup.errors.ParseError`
+naming what is missing.
 """
 
 from __future__ import annotations
@@ -18,11 +21,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from burnin.parsers import UnparseableOutput, dcgm, gpuburn, ibstat, nccl
-
 from bringup.acceptance.thresholds import SkuThresholds, load_thresholds_file, thresholds_for
 from bringup.errors import ParseError
 from bringup.sku import SkuSpec
+from burnin.parsers import UnparseableOutput, dcgm, gpuburn, ibstat, nccl
 
 TOOLS: tuple[str, ...] = ("nccl", "dcgm", "gpu-burn", "ibstat")
 
@@ -53,7 +55,8 @@ def _values(sku: SkuSpec | None) -> tuple[dict[str, Any], SkuThresholds | None]:
 
 
 def _nccl(text: str, sku: SkuSpec | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    parsed = nccl.parse_nccl_perf(text)
+    # a run that failed before its first row is understood: a failed run, not garbage
+    parsed = nccl.parse_nccl_run(text)
     values, th = _values(sku)
     k = int(values.get("busbw_largest_sizes", 2))
     busbw = nccl.busbw_at_largest(parsed, k)
@@ -61,7 +64,9 @@ def _nccl(text: str, sku: SkuSpec | None) -> tuple[list[dict[str, Any]], dict[st
     err = nccl.error_figures(parsed, limits)
     found = nccl.assess(parsed, limits)
     gate = values.get("min_busbw_gbps") if th is not None else None
-    if gate is not None and busbw < float(gate):
+    if busbw is None:
+        pass  # no row: the run's failure is the finding
+    elif gate is not None and busbw < float(gate):
         found.append({"code": "busbw_low", "severity": "fail",
                       "message": f"busbw {busbw:.2f} GB/s at the {k} largest sizes, below the {th.sku} gate "
                                  f"{float(gate):g} GB/s"})
@@ -70,7 +75,9 @@ def _nccl(text: str, sku: SkuSpec | None) -> tuple[list[dict[str, Any]], dict[st
                       "message": f"busbw {busbw:.2f} GB/s at the {k} largest sizes (give --sku to judge it)"})
     figures = {"busbw_gbps": busbw, "rows": len(parsed["rows"]), "wrong": nccl.wrong_total(parsed),
                "oob_values": parsed["oob_values"], "error_max": err["max"], "validated": parsed["validated"],
-               "layout": parsed["layout"], "avg_busbw": parsed["avg_busbw"]}
+               "layout": parsed["layout"], "avg_busbw": parsed["avg_busbw"],
+               "busbw_sizes": nccl.largest_sizes(parsed, k), "complete": parsed["complete"],
+               "failures": parsed["failures"][:10] + parsed["launcher_failures"][:10]}
     return found, figures
 
 
@@ -86,14 +93,19 @@ def _gpu_burn(text: str, sku: SkuSpec | None) -> tuple[list[dict[str, Any]], dic
 
 def _dcgm(text: str, sku: SkuSpec | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     parsed = dcgm.parse_dcgm_diag(text)
-    found = dcgm.assess(parsed)
+    # tests the SKU requires are per profile (DCGM run level), which a recorded output does
+    # not say: only a plain list in thresholds.yaml applies here
+    values, _ = _values(sku)
+    required = values.get("dcgm_required_tests")
+    found = dcgm.assess(parsed, required if isinstance(required, list) and sku is not None else None)
     failed = []
     for t in parsed["tests"]:  # type: ignore[union-attr]
         if t["status"] in ("fail", "warn"):
             for key in dcgm.failing_gpus(t):
                 failed.append({"test": t["name"], "gpu": int(key) if key.isdigit() else key})
     figures = {"failed": failed, "tests": len(parsed["tests"]), "version": parsed["version"],  # type: ignore[arg-type]
-               "format": parsed["format"]}
+               "format": parsed["format"],
+               "skipped": [t["name"] for t in parsed["tests"] if t["status"] == "skip"]}  # type: ignore[union-attr]
     return found, figures
 
 

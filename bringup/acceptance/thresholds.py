@@ -9,8 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bringup.errors import ConfigError
 from bringup.acceptance.peers import PeerPolicy
+from bringup.errors import ConfigError
 from bringup.resources import data_file
 from bringup.sku import SkuSpec
 from bringup.yamlio import load_file, validation_error

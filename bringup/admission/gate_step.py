@@ -17,13 +17,22 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
+from bringup.admission.readiness import (
+    Expected,
+    NodeFacts,
+    ReadinessPolicy,
+    failures,
+    load_policy,
+    node_checks,
+)
+from bringup.admission.smoke import PodOutcome, assess, pod_manifest
 from bringup.context import Context
 from bringup.errors import KubeError, KubeNotFoundError
-from bringup.netbox.adapter import NodeRecord
-from bringup.admission.readiness import Expected, NodeFacts, ReadinessPolicy, failures, load_policy, node_checks
 from bringup.lifecycle.results import Evidence, StepResult
-from bringup.admission.smoke import PodOutcome, assess, pod_manifest
+from bringup.netbox.adapter import NodeRecord
 from bringup.provision.configure_steps import manifest_of
+from bringup.retry import Backoff, Timeout
+from bringup.retry import poll as poll_until
 
 
 def expected_of(rec: NodeRecord) -> Expected:
@@ -66,13 +75,19 @@ def run_smoke(kube: Any, policy: ReadinessPolicy, node: str, gpus: int, *, poll:
 
 
 def _wait_gone(kube: Any, ns: str, name: str, read_pod: Any, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """Wait (at most ``timeout`` seconds) for a deleted pod to be gone, so the new one
+    can take its name; a pod still terminating then is left to the create to report."""
+    def gone() -> bool | None:
         try:
             read_pod(kube, ns, name)
         except KubeNotFoundError:
-            return
-        time.sleep(0.5)
+            return True
+        return None
+    try:
+        poll_until(gone, timeout=timeout, what=f"pod {ns}/{name} gone", backoff=Backoff(first=0.5, factor=1.0),
+                   sleep=time.sleep, clock=time.monotonic)
+    except Timeout:
+        pass
 
 
 def _event(kube: Any, node: str, reason: str, message: str, warning: bool = False) -> None:

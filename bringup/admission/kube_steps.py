@@ -10,17 +10,17 @@ from typing import Any
 
 from bringup.context import Context
 from bringup.errors import KubeNotFoundError
-from bringup.netbox.adapter import NodeRecord
 from bringup.lifecycle.results import Evidence, StepResult
+from bringup.netbox.adapter import NodeRecord
 
 
 def join(ctx: Context, rec: NodeRecord, params: Mapping[str, Any], ready_timeout: float = 120.0) -> StepResult:
     """Join and label a node whose recorded burn-in passed. The verdict is read back from
     NetBox, never assumed: anything but ``pass`` keeps the node out."""
-    from bringup.remote.ansible import run_playbook
     from bringup.admission.labels import node_labels
     from bringup.admission.pool import Pool
     from bringup.admission.readiness import load_policy
+    from bringup.remote.ansible import run_playbook
 
     status = rec.custom_fields.get("burnin_status")
     if status != "pass" or not rec.custom_fields.get("burnin_last"):
@@ -74,3 +74,10 @@ def isolate(ctx: Context, rec: NodeRecord, reason: str) -> str:
     the API server confirms it (see :func:`bringup.service.reconcile.isolate`)."""
     from bringup.service.reconcile import isolate as isolate_confirmed
     return isolate_confirmed(ctx.kube, rec.name, reason)
+
+
+def cluster_labels(ctx: Context, name: str) -> dict[str, str]:
+    """The labels node ``name`` carries in the cluster now: an admitted node's row of the
+    fleet table shows them (the records port is handed this reader by ``bringup.pipeline``:
+    NetBox's records read no cluster)."""
+    return dict(ctx.kube.node_state(name).labels)

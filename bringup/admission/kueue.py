@@ -20,8 +20,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from bringup.errors import ConfigError
 from bringup.admission.labels import BLOCK_LABEL, HOSTNAME_LABEL, POOL_LABEL, RACK_LABEL, label_value_problem
+from bringup.errors import ConfigError
 
 TOPOLOGY_API = "kueue.x-k8s.io/v1alpha1"
 FLAVOR_API = "kueue.x-k8s.io/v1beta1"

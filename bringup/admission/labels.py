@@ -37,8 +37,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from bringup.errors import ConfigError
 from bringup.admission.pool import Pool
+from bringup.errors import ConfigError
 from bringup.sku import SkuSpec
 
 PREFIX = "bringup.io"

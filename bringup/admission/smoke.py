@@ -19,9 +19,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from burnin.parsers import UnparseableOutput, nccl
-
 from bringup.admission.readiness import Check, Expected, ReadinessPolicy
+from burnin.parsers import UnparseableOutput, nccl
 
 #: ``0, NVIDIA H100 80GB HBM3, 81559 MiB, 570.133.20`` (index, name, memory.total[, driver])
 _QUERY_ROW = re.compile(r"^\s*(\d+),\s*([^,]+?),\s*(\d+)\s*MiB(?:,\s*([\d.]+))?\s*$")

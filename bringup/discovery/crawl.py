@@ -3,7 +3,9 @@
 ``discover`` runs one worker thread per BMC up to ``concurrency`` (BMC calls are I/O
 bound: the threads mostly wait on slow BMCs). Every node yields a
 :class:`NodeDiscovery`; a BMC that cannot be read is a critical finding, never a pass,
-and one node's failure never stops the others.
+and one node's failure never stops the others. The error itself travels with the result
+(:attr:`NodeDiscovery.failure`, never serialised), so the ``discover`` step re-raises it
+as what it is: its class says whether to retry (a TLS error is ours, never a timeout).
 """
 
 from __future__ import annotations
@@ -16,25 +18,38 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from bringup.errors import AuthError, BringupError, ConfigError, ParseError, RedfishTimeoutError, SecretFileError
-from bringup.redfish import Credentials, Inventory, connect
 from bringup.discovery.verify import ExpectedNode, Finding, verify
+from bringup.errors import (
+    AuthError,
+    BringupError,
+    ConfigError,
+    ParseError,
+    RedfishTimeoutError,
+    RedfishTLSError,
+    SecretFileError,
+)
+from bringup.redfish import Credentials, Inventory, connect
 
 log = logging.getLogger(__name__)
 
-ErrorKind = Literal["auth", "timeout", "parse", "config", "redfish", "internal"]
+ErrorKind = Literal["auth", "timeout", "tls", "parse", "config", "redfish", "internal"]
 
 
 class NodeDiscovery(BaseModel):
     """What discovery found for one node; serialisable for a NetBox journal entry."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     name: str
     bmc_address: str
     inventory: Inventory | None = None
     error: str | None = None
     error_kind: ErrorKind | None = None
+    #: the exception that ended the read (None when the BMC was read), for the caller to
+    #: re-raise as it is; not part of the document
+    failure: Exception | None = Field(default=None, exclude=True, repr=False)
     findings: list[Finding] = Field(default_factory=list)
     requests: int = 0
     seconds: float = 0.0
@@ -74,6 +89,8 @@ def _classify(exc: BaseException) -> ErrorKind:
         return "auth"
     if isinstance(exc, RedfishTimeoutError):
         return "timeout"
+    if isinstance(exc, RedfishTLSError):
+        return "tls"
     if isinstance(exc, ParseError):
         return "parse"
     if isinstance(exc, ConfigError):
@@ -105,6 +122,7 @@ def discover_one(node: ExpectedNode, credentials_for: Callable[[str], Credential
         result.inventory = None
         result.error = str(exc)
         result.error_kind = kind
+        result.failure = exc
         result.findings = [Finding(severity="critical", code=f"bmc_{kind}",
                                    message=f"cannot read BMC {node.bmc_address}: {exc}",
                                    evidence={"bmc": node.bmc_address, "error": type(exc).__name__})]

@@ -1,5 +1,11 @@
 """Step ``discover`` (state planned): Redfish inventory of the node's BMC, verified
-against what NetBox says the node is. Critical findings make the node unfit."""
+against what NetBox says the node is. Critical findings make the node unfit.
+
+A BMC that could not be read is not a finding here: the error that stopped the read is
+raised again as it is, so its class decides (``bringup.errors``): a busy or silent BMC
+is retried, a TLS or settings problem of ours holds the node, a refusal of our
+credentials says which file to fix. Only a BMC whose documents are not Redfish (a
+``ParseError``) is the node's own critical finding, kept as evidence."""
 
 from __future__ import annotations
 
@@ -7,9 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from bringup.context import Context
-from bringup.errors import ConfigError, ControllerFault, RedfishAuthError, RedfishTimeoutError
-from bringup.netbox.adapter import NodeRecord
+from bringup.errors import AuthError, BringupError, ControllerFault, ParseError, RedfishAuthError
 from bringup.lifecycle.results import Evidence, StepResult
+from bringup.netbox.adapter import NodeRecord
 
 
 def discover(ctx: Context, rec: NodeRecord, params: Mapping[str, Any]) -> StepResult:
@@ -24,20 +30,16 @@ def discover(ctx: Context, rec: NodeRecord, params: Mapping[str, Any]) -> StepRe
     s = ctx.settings
     d = discover_one(expected, ctx.credentials, port=s.bmc_port,
                      ca_bundle=str(s.bmc_ca_bundle) if s.bmc_ca_bundle else None, insecure=s.bmc_insecure)
-    if d.inventory is None:
-        # whose problem is it? our credentials or settings: hold the node and say so; a BMC
-        # that did not answer: retry (after the retries the node stays planned, held)
-        if d.error_kind == "auth":
-            raise RedfishAuthError(f"{rec.name}: BMC {rec.bmc_address} refused our credentials: {d.error}",
-                                   hint="fix bmc_credentials_file in the controller's settings")
-        if d.error_kind == "config":
-            raise ConfigError(f"{rec.name}: {d.error}")
-        if d.error_kind == "internal":  # a bug of ours says nothing about the node's hardware
-            raise ControllerFault(f"{rec.name}: discovery failed inside bringup: {d.error}",
-                                  hint="a bug of the controller: report it with the log; the node is held")
-        if d.error_kind in ("timeout", "redfish"):
-            raise RedfishTimeoutError(f"{rec.name}: BMC {rec.bmc_address} could not be read: {d.error}",
-                                      hint="check the BMC is powered and reachable")
+    failure = d.failure
+    if failure is not None and not isinstance(failure, ParseError):
+        if isinstance(failure, AuthError):   # ours to fix: say which file
+            raise RedfishAuthError(f"{rec.name}: BMC {rec.bmc_address} refused our credentials: {failure}",
+                                   hint="fix bmc_credentials_file in the controller's settings") from failure
+        if isinstance(failure, BringupError):   # the class says retry, hold or fail the node
+            raise failure
+        # a bug of ours says nothing about the node's hardware
+        raise ControllerFault(f"{rec.name}: discovery failed inside bringup: {d.error}",
+                              hint="a bug of the controller: report it with the log; the node is held") from failure
     critical = [f for f in d.findings if f.severity == "critical"]
     serials = [g.serial for g in d.inventory.gpus] if d.inventory else []
     warnings = [f"{f.code}: {f.message}" for f in d.findings if f.severity == "warning"]

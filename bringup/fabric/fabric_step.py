@@ -18,8 +18,8 @@ from typing import Any
 from bringup.context import Context
 from bringup.errors import ConfigError
 from bringup.fabric.models import best_busbw
-from bringup.netbox.adapter import NodeRecord
 from bringup.lifecycle.results import Evidence, StepResult
+from bringup.netbox.adapter import NodeRecord
 
 #: the stages whose nodes passed their fabric test: partners the pool's test trusts
 KNOWN_GOOD_STAGES = ("active",)
@@ -88,13 +88,14 @@ def pool_test(ctx: Context, names: list[str], *, mode: str = "rack",
     """Run the fabric test of every pool the named nodes are in; returns each named node's
     document and the pair matrix rows of all pools. Active nodes of the same site and pool
     are the known-good partners."""
-    from bringup.fabric.mpirun import FabricSsh, NodeSsh, Target
+    from bringup.fabric.mpirun import NodeSsh
     from bringup.fabric.policy import load_fabric_thresholds
     from bringup.fabric.pooltest import Member, PoolTest
     from bringup.fabric.verdicts import matrix_rows, node_documents
 
     s = ctx.settings
-    access = ctx.ssh_access()
+    ssh = ctx.ssh()
+    access = ssh.access
     node_ssh = NodeSsh(s.fabric_key_file or str(access.key_file), s.fabric_known_hosts or str(access.known_hosts),
                        port=s.ssh_port)
     recs = ctx.netbox.nodes(names=names) if names else []
@@ -109,12 +110,12 @@ def pool_test(ctx: Context, names: list[str], *, mode: str = "rack",
                 and r.stage in KNOWN_GOOD_STAGES and pool_key(r) == (site, pool)]
 
         def member(r: NodeRecord, candidate: bool) -> Member:
-            return Member(name=r.name, rack=r.rack, target=Target(r.name, r.address, s.ssh_port),
+            return Member(name=r.name, rack=r.rack, target=ctx.target(r),
                           address=r.address, gpus=r.sku.gpu.count, thresholds=load_fabric_thresholds(r.sku.sku),
                           expected=r.sku.gpu_nic_map, candidate=candidate)
 
         ms = [member(r, True) for r in members] + [member(r, False) for r in good]
-        test = PoolTest(FabricSsh(access), node_ssh, ms, mode=mode, end=end,  # type: ignore[arg-type]
+        test = PoolTest(ssh, node_ssh, ms, mode=mode, end=end,  # type: ignore[arg-type]
                         allow_run_as_root=s.ssh_user == "root")
         run = test.run()
         docs.update(node_documents(run, ms))

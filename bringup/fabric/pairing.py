@@ -23,8 +23,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from bringup.errors import ConfigError
-from bringup.lifecycle.results import interleave_by
 from bringup.fabric.models import FabricNode
+from bringup.lifecycle.results import interleave_by
 
 Mode = Literal["rack", "cross_rack", "ring"]
 

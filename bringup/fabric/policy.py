@@ -11,10 +11,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bringup.acceptance.thresholds import OPERATORS, Op
 from bringup.errors import ConfigError
-from bringup.resources import data_file
-from bringup.yamlio import load_file, validation_error
 from bringup.fabric.models import Outcome
 from bringup.fabric.perftest import PerftestResult
+from bringup.resources import data_file
+from bringup.yamlio import load_file, validation_error
 
 
 class Limit(BaseModel):

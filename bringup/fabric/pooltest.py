@@ -22,12 +22,13 @@ from bringup.errors import BringupError
 from bringup.fabric.counters import Reading
 from bringup.fabric.localise import Localiser, pair_outcome
 from bringup.fabric.models import FabricNode, Outcome, PairResult
-from bringup.fabric.mpirun import FabricSsh, NodeSsh, Target
+from bringup.fabric.mpirun import NodeSsh
 from bringup.fabric.pairing import Mode, plan_pairs
 from bringup.fabric.policy import FabricThresholds, judge_rail
 from bringup.fabric.runner import GroupNode, read_counters, run_nccl_group, run_rail
 from bringup.fabric.topology import ExpectedTopology, NicReport, NodeTopology
 from bringup.fabric.topomatrix import parse_topo_matrix
+from bringup.remote.ssh import Ssh, Target
 
 
 @dataclass(frozen=True)
@@ -113,9 +114,10 @@ def waves(batch: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
 
 @dataclass
 class PoolTest:
-    """The I/O of one pool's test through :class:`FabricSsh`; knobs as in ``fabric.yaml``."""
+    """The I/O of one pool's test through the SSH seam (:class:`~bringup.remote.ssh.Ssh`);
+    knobs as in ``fabric.yaml``."""
 
-    fs: FabricSsh
+    fs: Ssh
     node_ssh: NodeSsh
     members: list[Member]
     mode: Mode = "rack"
@@ -139,7 +141,7 @@ class PoolTest:
         out = PoolRun(mode=self.mode, notes=notes, localiser=loc)
         for m in candidates:
             out.topology[m.name] = self._safe(lambda m=m: parse_topology_output(
-                self.fs.run(m.target, TOPOLOGY_COMMAND, 60).stdout))
+                self.fs.run(m.target, TOPOLOGY_COMMAND, timeout=60).stdout))
             out.before[m.name] = self._safe(lambda m=m: read_counters(self.fs, m.target))
         for _ in range(50):
             batch = loc.next_tests()

@@ -1,9 +1,10 @@
 """One fabric test between nodes, run and read: the multi-node NCCL test of a group, the
 per-rail ``ib_write_bw`` of a pair, and the IB port counters before and after.
 
-Built on :class:`~bringup.fabric.mpirun.FabricSsh` (the only module that runs commands)
-and the pure parsers; each result is a value with an outcome, ``unknown`` whenever the
-output could not be read or the run did not finish (never a pass).
+Built on the SSH seam (:class:`~bringup.remote.ssh.Ssh`: commands run on the nodes from
+the controller, SSH trouble raised by class, a command's failure a value) and the pure
+parsers; each result is a value with an outcome, ``unknown`` whenever the output could
+not be read or the run did not finish (never a pass).
 """
 
 from __future__ import annotations
@@ -12,16 +13,17 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from burnin.checks.tools import NCCL_ERROR_LIMITS
-from burnin.parsers import UnparseableOutput
-from burnin.parsers.nccl import assess, busbw_at_largest, parse_nccl_perf
-
 from bringup.errors import ConfigError, HostKeyMismatch, ParseError
 from bringup.fabric.counters import Reading
 from bringup.fabric.models import Outcome
-from bringup.fabric.mpirun import FabricSsh, MpiHost, NodeSsh, RunOutput, Target, ib_write_bw_argv, mpirun_argv, nccl_argv
+from bringup.fabric.mpirun import MpiHost, NodeSsh, ib_write_bw_argv, mpirun_argv, nccl_argv
 from bringup.fabric.ncclworld import parse_world, world_problems
 from bringup.fabric.perftest import PerftestResult, parse_perftest_bw
+from bringup.remote.ssh import Completed, Ssh, Target
+from bringup.retry import Backoff, Timeout, poll
+from burnin.checks.tools import NCCL_ERROR_LIMITS
+from burnin.parsers import UnparseableOutput
+from burnin.parsers.nccl import assess, busbw_at_largest, parse_nccl_perf
 
 #: OpenMPI 4's messages for ranks that were never started (tests/integration/fabric shows them)
 _LAUNCH_FAILED = ("ORTE was unable to reliably start", "ORTE does not know how to route",
@@ -44,11 +46,11 @@ class NcclGroupResult:
     outcome: Outcome
     busbw_gbps: float | None
     problems: list[str]
-    run: RunOutput
+    run: Completed
     findings: list[dict[str, object]] = field(default_factory=list)
 
 
-def run_nccl_group(fs: FabricSsh, nodes: list[GroupNode], node_ssh: NodeSsh, *, min_busbw_gbps: float,
+def run_nccl_group(fs: Ssh, nodes: list[GroupNode], node_ssh: NodeSsh, *, min_busbw_gbps: float,
                    timeout: float = 1800.0, end: str = "8G", env: dict[str, str | None] | None = None,
                    allow_run_as_root: bool = False) -> NcclGroupResult:
     """``mpirun`` from the first node: one rank per GPU over ``nodes``, ``all_reduce_perf``
@@ -56,7 +58,7 @@ def run_nccl_group(fs: FabricSsh, nodes: list[GroupNode], node_ssh: NodeSsh, *, 
     bus bandwidth at the largest sizes reaches ``min_busbw_gbps``."""
     hosts = [MpiHost(n.name, n.address, n.gpus) for n in nodes]
     argv = mpirun_argv(hosts, nccl_argv(end=end), node_ssh, env=env, allow_run_as_root=allow_run_as_root)
-    run = fs.run(nodes[0].target, argv, timeout)
+    run = fs.run(nodes[0].target, argv, timeout=timeout)
     names = [n.name for n in nodes]
     _raise_for_partner_keys(nodes, run.stderr)
     if run.timed_out:
@@ -111,37 +113,43 @@ def _raise_for_partner_keys(nodes: list[GroupNode], stderr: str) -> None:
 @dataclass
 class RailResult:
     rail: str
-    client: RunOutput
-    server: RunOutput | None
+    client: Completed
+    server: Completed | None
     result: PerftestResult | None
     problem: str = ""
 
 
-def run_rail(fs: FabricSsh, server: GroupNode, client: GroupNode, device: str, *, timeout: float = 120.0,
+def run_rail(fs: Ssh, server: GroupNode, client: GroupNode, device: str, *, timeout: float = 120.0,
              gpu: int | None = None, connect_wait: float = 30.0, settle: float = 0.5) -> RailResult:
     """``ib_write_bw`` on ``device`` of both nodes: the server first, then the client. The
     client's "Couldn't connect" (the server not listening yet: its ssh session and start
     take seconds on a loaded node) is retried with a growing pause while the server still
-    runs, for up to ``connect_wait`` seconds, as perftest scripts wait for their server;
-    the result read is the client's report."""
+    runs, for up to ``connect_wait`` seconds in all, as perftest scripts wait for their
+    server; the result read is the client's report."""
     srv_cmd = ib_write_bw_argv(device, gpu=gpu)
     cli_cmd = ib_write_bw_argv(device, server=server.address, gpu=gpu)
     proc = fs.start(server.target, srv_cmd)
+
+    def client_run() -> tuple[Completed, bool]:
+        """The client's output, and whether to try again (refused while the server runs)."""
+        cli = fs.run(client.target, cli_cmd, timeout=timeout)
+        refused = cli.rc != 0 and "Couldn't connect" in cli.stdout + cli.stderr
+        return cli, refused and proc.poll() is None
+
     try:
-        deadline = time.monotonic() + connect_wait
-        pause = settle
-        while True:
-            time.sleep(pause)
-            cli = fs.run(client.target, cli_cmd, timeout)
-            refused = cli.rc != 0 and "Couldn't connect" in cli.stdout + cli.stderr
-            if not refused or proc.poll() is not None or time.monotonic() + pause > deadline:
-                break
-            pause = min(pause * 2, 4.0)
-        srv = fs.collect(server.target, proc, srv_cmd, timeout if cli.rc == 0 else 2.0)
+        time.sleep(settle)  # the server's own start; then the pauses grow from twice that
+        try:
+            # time.sleep / time.monotonic looked up now, not at import: tests move them
+            cli, _ = poll(client_run, timeout=max(0.0, connect_wait - settle),
+                          what=f"ib_write_bw server on {server.name}",
+                          done=lambda answer: answer is not None and not answer[1],
+                          backoff=Backoff(first=2 * settle, factor=2.0, cap=4.0), sleep=time.sleep,
+                          clock=time.monotonic)
+        except Timeout as exc:
+            cli = exc.last[0]  # type: ignore[index]  (the last client run, still refused)
+        srv = proc.wait(timeout if cli.rc == 0 else 2.0)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        proc.kill()
     try:
         return RailResult(device, cli, srv, parse_perftest_bw(cli.stdout, source=f"ib_write_bw {device}"))
     except ParseError as exc:
@@ -165,5 +173,5 @@ def parse_counter_dump(text: str) -> Reading:
     return out
 
 
-def read_counters(fs: FabricSsh, target: Target, timeout: float = 30.0) -> Reading:
-    return parse_counter_dump(fs.run(target, COUNTERS_COMMAND, timeout).stdout)
+def read_counters(fs: Ssh, target: Target, timeout: float = 30.0) -> Reading:
+    return parse_counter_dump(fs.run(target, COUNTERS_COMMAND, timeout=timeout).stdout)

@@ -34,11 +34,11 @@ from typing import Any
 import pandas as pd
 from pydantic import ValidationError
 
+from bringup.acceptance.judge import Verdict
 from bringup.acceptance.result import BurnInResult, parse_result
 from bringup.errors import BringupError, ParseError
-from bringup.netbox.evidence import block_meta, decode
-from bringup.acceptance.judge import Verdict
 from bringup.insight.run_summary import KEY_FIGURES
+from bringup.netbox.evidence import block_meta, decode
 
 
 @dataclass(frozen=True)

@@ -31,11 +31,11 @@ from typing import Any
 
 import pandas as pd
 
+from bringup.acceptance.peers import MAD_SCALE
 from bringup.acceptance.thresholds import ThresholdsFile, load_thresholds_file
 from bringup.insight.fleetdata import FleetData, load
 from bringup.insight.ledger import node_ledger
 from bringup.lifecycle.engine import LifecycleError, State, parse_state
-from bringup.acceptance.peers import MAD_SCALE
 
 BUSBW = ("nccl", "busbw_largest_gbps")
 #: stages whose nodes are out of service for a fault

@@ -31,6 +31,15 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
+from bringup.admission.labels import (
+    PREFIX,
+    QUARANTINE_KEY,
+    REASON_ANNOTATION,
+    Taint,
+    quarantine_taint,
+    reason_code,
+    validate_labels,
+)
 from bringup.errors import (
     ConfigError,
     DrainTimeoutError,
@@ -41,17 +50,18 @@ from bringup.errors import (
     KubeTLSError,
     KubeTransientError,
 )
-from bringup.admission.labels import (
-    PREFIX,
-    QUARANTINE_KEY,
-    REASON_ANNOTATION,
-    Taint,
-    quarantine_taint,
-    reason_code,
-    validate_labels,
+from bringup.kube.models import (
+    DrainResult,
+    JoinCommand,
+    NodeState,
+    PodRef,
+    QuarantineResult,
+    parse_node,
+    parse_pod,
 )
-from bringup.kube.models import DrainResult, JoinCommand, NodeState, PodRef, QuarantineResult, parse_node, parse_pod
 from bringup.kube.tokens import TOKEN_NAMESPACE, ca_cert_hash, generate_token, token_secret
+from bringup.retry import Backoff, Timeout, retry
+from bringup.retry import poll as poll_until
 
 log = logging.getLogger(__name__)
 
@@ -131,16 +141,21 @@ class KubeAdapter:
     def _update_node(self, name: str, change: Callable[[dict[str, Any]], dict[str, Any]]) -> NodeState:
         """Read the node, build a patch from it, apply it with the read resourceVersion as
         precondition; on 409 read again and retry."""
-        for _ in range(_CONFLICT_RETRIES):
+        def once() -> NodeState:
             node = self._read_node(name)
             patch = change(node)
             patch.setdefault("metadata", {})["resourceVersion"] = node["metadata"]["resourceVersion"]
-            try:
-                return self._patch_node(name, patch)
-            except KubeConflictError:
-                log.info("node %s changed while we updated it; retrying", name)
-        raise KubeConflictError(f"node {name} kept changing; gave up after {_CONFLICT_RETRIES} attempts",
-                                hint="find the controller fighting over the node, then retry")
+            return self._patch_node(name, patch)
+
+        def changed(exc: BaseException) -> bool:
+            log.info("node %s changed while we updated it; retrying", name)
+            return False
+        try:  # read again at once: the other writer's change is there to build on
+            return retry(once, attempts=_CONFLICT_RETRIES, retry_on=(KubeConflictError,),
+                         backoff=Backoff(first=0.0, factor=1.0), give_up=changed, sleep=self._sleep, clock=self._clock)
+        except KubeConflictError:
+            raise KubeConflictError(f"node {name} kept changing; gave up after {_CONFLICT_RETRIES} attempts",
+                                    hint="find the controller fighting over the node, then retry") from None
 
     def _note(self, name: str, reason: str, message: str, warning: bool = False) -> None:
         """Record a node Event; an Event that cannot be written never undoes the change."""
@@ -201,25 +216,22 @@ class KubeAdapter:
             return NodeState(name=name, exists=False)
 
     def wait_node_ready(self, name: str, timeout: float, poll: float = 2.0) -> NodeState:
-        deadline = self._clock() + timeout
-        last = "not registered"
-        unreachable: KubeTransientError | None = None
-        while True:
-            try:
-                state = self.node_state(name)
-                if state.ready:
-                    return state
-                last = f"Ready is not True ({state.ready_reason})" if state.exists else "not registered"
-                unreachable = None
-            except KubeTransientError as exc:
-                last, unreachable = str(exc), exc  # keep waiting: the API server may be restarting
-            if self._clock() >= deadline:
-                if unreachable is not None:  # we could not look: the API server's fault, not the node's
-                    raise KubeTransientError(f"node {name}: could not tell whether it is Ready within "
-                                             f"{timeout:g}s: {unreachable.args[0]}", hint=unreachable.hint)
-                raise KubeError(f"node {name} did not become Ready within {timeout:g}s; last seen: {last}",
-                                hint="check kubeadm join output and the kubelet on the node")
-            self._sleep(min(poll, max(0.0, deadline - self._clock())))
+        """The node once it is Ready. The API server unreachable meanwhile is waited out
+        (it may be restarting); unreachable at the deadline, that is its error
+        (:class:`~bringup.errors.KubeTransientError`), not the node's."""
+        try:
+            return poll_until(lambda: self.node_state(name), timeout=timeout, what=f"node {name} Ready",
+                              done=lambda state: bool(state and state.ready), on_error=(KubeTransientError,),
+                              backoff=Backoff(first=poll, factor=1.0), sleep=self._sleep, clock=self._clock)
+        except Timeout as exc:
+            last = exc.last
+        if isinstance(last, KubeTransientError):  # we could not look: the API server's fault, not the node's
+            raise KubeTransientError(f"node {name}: could not tell whether it is Ready within "
+                                     f"{timeout:g}s: {last.args[0]}", hint=last.hint) from None
+        seen = f"Ready is not True ({last.ready_reason})" if isinstance(last, NodeState) and last.exists \
+            else "not registered"
+        raise KubeError(f"node {name} did not become Ready within {timeout:g}s; last seen: {seen}",
+                        hint="check kubeadm join output and the kubelet on the node")
 
     # --- admission / quarantine -----------------------------------------------------------
     def admit(self, name: str, labels: dict[str, str], annotations: dict[str, str] | None = None,
@@ -343,8 +355,10 @@ class KubeAdapter:
         evicting: set[str] = set()
         evicted: list[str] = []
         why: dict[str, str] = {}
-        delay = poll
-        while pending:
+
+        def evict_pass() -> bool | None:
+            """One pass over the pods left: evict those not evicted yet, drop those gone.
+            True once none is left."""
             for key, pod in list(pending.items()):
                 try:
                     if key not in evicting:
@@ -360,19 +374,19 @@ class KubeAdapter:
                 except KubeTransientError as exc:
                     # 429 is a PodDisruptionBudget saying "not now"; 5xx may pass too
                     why[key] = exc.args[0]  # the message without the generic retry hint
-            if not pending:
-                break
-            left = deadline - self._clock()
-            if left <= 0:
-                detail = "; ".join(f"{k} ({why.get(k, 'not evicted')})" for k in pending)
-                self._note(name, "DrainTimedOut", f"drain timed out after {timeout:g}s with {len(pending)} pod(s) "
-                           f"left: {detail}", warning=True)
-                raise DrainTimeoutError(f"drain of node {name} timed out after {timeout:g}s with "
-                                        f"{len(pending)} pod(s) left: {detail}", pods=sorted(pending),
-                                        hint="the node stays cordoned; check the PodDisruptionBudgets named "
-                                             "above or drain again with a longer timeout")
-            self._sleep(min(delay, left))
-            delay = min(delay * 2, 10.0)
+            return True if not pending else None
+
+        try:
+            poll_until(evict_pass, timeout=deadline - self._clock(), what=f"drain of node {name}",
+                       backoff=Backoff(first=poll, factor=2.0, cap=10.0), sleep=self._sleep, clock=self._clock)
+        except Timeout:
+            detail = "; ".join(f"{k} ({why.get(k, 'not evicted')})" for k in pending)
+            self._note(name, "DrainTimedOut", f"drain timed out after {timeout:g}s with {len(pending)} pod(s) "
+                       f"left: {detail}", warning=True)
+            raise DrainTimeoutError(f"drain of node {name} timed out after {timeout:g}s with "
+                                    f"{len(pending)} pod(s) left: {detail}", pods=sorted(pending),
+                                    hint="the node stays cordoned; check the PodDisruptionBudgets named "
+                                         "above or drain again with a longer timeout") from None
         self._note(name, "Drained", f"drained by bringup: {len(evicted)} pod(s) evicted, {len(skipped)} "
                    "DaemonSet or mirror pod(s) left")
         return DrainResult(node=name, evicted=evicted, skipped=skipped)

@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bringup.errors import ParseError
 from bringup.admission.labels import Taint
+from bringup.errors import ParseError
 
 
 class NodeState(BaseModel):

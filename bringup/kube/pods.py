@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from bringup.errors import KubeError, KubeNotFoundError
 from bringup.kube.adapter import KubeAdapter
 from bringup.kube.models import NodeState, _parse, parse_node
+from bringup.retry import Backoff, Timeout
+from bringup.retry import poll as poll_until
 
 GPU = "nvidia.com/gpu"
 VALIDATION_TAINT = "bringup.io/validation-pending"
@@ -149,12 +151,12 @@ def read_pod(kube: KubeAdapter, namespace: str, name: str) -> PodStatus:
 def wait_pod(kube: KubeAdapter, namespace: str, name: str, timeout: float, poll: float = 1.0) -> PodStatus:
     """The pod's status once it finished, or as it stands when ``timeout`` runs out
     (``finished`` False: the caller decides what a pod that never ended means)."""
-    deadline = kube._clock() + timeout
-    while True:
-        st = read_pod(kube, namespace, name)
-        if st.finished or kube._clock() >= deadline:
-            return st
-        kube._sleep(min(poll, max(0.0, deadline - kube._clock())))
+    try:
+        return poll_until(lambda: read_pod(kube, namespace, name), timeout=timeout, what=f"pod {namespace}/{name}",
+                          done=lambda st: bool(st and st.finished), backoff=Backoff(first=poll, factor=1.0),
+                          sleep=kube._sleep, clock=kube._clock)
+    except Timeout as exc:
+        return exc.last  # type: ignore[return-value]  # read right at the deadline
 
 
 def delete_pod(kube: KubeAdapter, namespace: str, name: str) -> bool:

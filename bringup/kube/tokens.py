@@ -21,8 +21,8 @@ from cryptography.hazmat.primitives import serialization
 from bringup.errors import ConfigError
 
 TOKEN_RE = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
-TOKEN_TYPE = "bootstrap.kubernetes.io/token"
-TOKEN_NAMESPACE = "kube-system"
+TOKEN_TYPE = "bootstrap.kubernetes.io/token"  # noqa: S105  (a Secret type name, not a secret)
+TOKEN_NAMESPACE = "kube-system"  # noqa: S105  (a namespace name)
 #: the group kubeadm's own tokens carry, bound to node bootstrap RBAC by kubeadm init
 KUBEADM_GROUP = "system:bootstrappers:kubeadm:default-node-token"
 _ALPHABET = string.ascii_lowercase + string.digits

@@ -11,7 +11,7 @@ changes the provisioning state), nothing else writes the stage: steps return
 The path is ``planned -> discovered -> provisioned -> burned_in -> fabric -> validating ->
 active``; any
 state with a handler may fail to ``quarantined`` (then ``inspection``); ``active -> draining
--> provisioned`` is a re-burn-in (the diagram: ARCHITECTURE.md, "The job").
+-> provisioned`` is a re-burn-in (the diagram: docs/architecture.md, "The lifecycle").
 
 ``firmware``, ``bios``, ``install`` and ``configure`` are steps of ``discovered``; ``judge`` (which also
 records the verdict) is the step of ``burned_in``; ``fabric`` (recording the share of the
@@ -36,9 +36,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bringup.netbox import lease as leases
 from bringup.errors import BringupError, ControllerFault, NetBoxUnavailable, TransientError
 from bringup.lifecycle.ports import Records, StepFn
+from bringup.lifecycle.results import NodeReport, StepResult
 from bringup.lifecycle.table import (
     ALLOWED,
     EXTRA_TRANSITIONS,
@@ -60,7 +60,7 @@ from bringup.lifecycle.table import (
     parse_state,
     path,
 )
-from bringup.lifecycle.results import NodeReport, StepResult
+from bringup.netbox import lease as leases
 
 log = logging.getLogger(__name__)
 

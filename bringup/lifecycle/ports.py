@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from bringup.netbox import lease as leases
 from bringup.lifecycle.results import Evidence, NodeReport, StepResult
+from bringup.netbox import lease as leases
 
 
 class Records(Protocol):

@@ -1,8 +1,9 @@
 """The NetBox adapter: the only module that talks to NetBox (through pynetbox).
 
 It is handed a ``pynetbox.Api`` (see :func:`connect`) and offers what the rest of
-bringup needs: apply the schema, seed a fleet, read what a node should look like, and
-record what we found (stage, status, custom fields, journal entries with evidence).
+bringup needs: read, create and update objects by their natural key (the schema as code,
+:mod:`bringup.netbox.schema_apply`, is built on these), read what a node should look like,
+and record what we found (stage, status, custom fields, journal entries with evidence).
 
 NetBox 4.7 facts this relies on: choice custom fields read back as ``{value, label}``;
 MAC addresses are objects of their own (``dcim.mac_addresses``) and an interface has a
@@ -21,7 +22,6 @@ import requests
 from requests.adapters import HTTPAdapter
 
 from bringup.errors import (
-    ConflictError,
     NetBoxAuthError,
     NetBoxError,
     NetBoxNotFound,
@@ -30,15 +30,16 @@ from bringup.errors import (
     NetBoxUnavailable,
     NotFoundError,
 )
-from bringup.netbox.http_retry import retry_policy
-from bringup.netbox.schema import MARK, Action, Change, Schema, diff, marked
+from bringup.netbox.http_retry import CONNECT_TIMEOUT_S, HTTP_RETRIES, READ_TIMEOUT_S, retry_policy
 from bringup.sku import SkuSpec
 
 DEVICE_ROLE = "gpu-server"
 
 
-def connect(url: str, token: str, *, timeout: float = 30.0, retries: int = 3) -> pynetbox.api:
-    """A pynetbox API with timeouts and retries (:func:`retry_policy`)."""
+def connect(url: str, token: str, *, timeout: float | tuple[float, float] = (CONNECT_TIMEOUT_S, READ_TIMEOUT_S),
+            retries: int = HTTP_RETRIES) -> pynetbox.api:
+    """A pynetbox API with timeouts (connect, read) and retries (:func:`retry_policy`): the
+    HTTP layer of NetBox's retry budget (:mod:`bringup.netbox.http_retry`)."""
     api = pynetbox.api(url, token=token)
     session = requests.Session()
     retry = retry_policy(retries)
@@ -122,94 +123,30 @@ class NetBox:
     def __init__(self, api: pynetbox.api) -> None:
         self.api = api
 
-    # --- schema ---------------------------------------------------------------------
-    @_guard
-    def plan_schema(self, schema: Schema) -> list[Change]:
-        """Every change ``apply_schema`` would make, without writing."""
-        return self._schema_pass(schema, write=False)
+    # --- objects by natural key (the schema as code: bringup.netbox.schema_apply) -----------
+    def _endpoint(self, endpoint: str):
+        app, name = endpoint.split(".")
+        return getattr(getattr(self.api, app), name)
 
     @_guard
-    def apply_schema(self, schema: Schema, *, dry_run: bool = False) -> list[Change]:
-        """Create or update the schema. Conflicts are checked for the whole schema first,
-        so a conflict means nothing was written."""
-        plan = self._schema_pass(schema, write=False)
-        conflicts = [c for c in plan if c.action is Action.CONFLICT]
-        if conflicts:
-            raise ConflictError("NetBox already has objects that differ from the schema and were not "
-                                "created by bringup:\n" + "\n".join("  " + c.describe() for c in conflicts),
-                                hint="rename or delete them in NetBox, or end their description with "
-                                     f"'{MARK}' to let bringup manage them")
-        if dry_run:
-            return plan
-        return self._schema_pass(schema, write=True)
+    def get_object(self, endpoint: str, **key: Any) -> dict[str, Any] | None:
+        """The one object of ``endpoint`` (``"dcim.device_types"``) matching ``key``, as
+        NetBox serializes it (nested objects as their ids); ``None`` when there is none."""
+        obj = self._endpoint(endpoint).get(**key)
+        return obj.serialize() if obj else None
 
-    def _schema_pass(self, schema: Schema, *, write: bool) -> list[Change]:
-        """Walk the schema in dependency order; when ``write``, apply each change at once so
-        later steps find the objects earlier ones created."""
-        a = self.api
-        changes: list[Change] = []
+    @_guard
+    def create_object(self, endpoint: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """Create one object of ``endpoint``; returns it as :meth:`get_object` would."""
+        return self._endpoint(endpoint).create(fields).serialize()
 
-        def upsert(kind: str, endpoint, key: dict, desired: dict, label: str = ""):
-            existing = endpoint.get(**key)
-            change = diff(kind, label or str(next(iter(key.values()))), desired,
-                          existing.serialize() if existing else None)
-            changes.append(change)
-            if write and change.action is Action.CREATE:
-                return endpoint.create({**key, **desired})
-            if write and change.action is Action.UPDATE:
-                existing.update(desired)
-            return existing
-
-        def ref(endpoint, **key) -> int | None:
-            obj = endpoint.get(**key)
-            return obj.id if obj else None
-
-        for cs in schema.choice_sets:
-            upsert("choice set", a.extras.custom_field_choice_sets, {"name": cs["name"]}, {
-                "description": marked(cs.get("description", "")),
-                "extra_choices": [list(c) for c in cs["choices"]]})
-        for cf in schema.custom_fields:
-            desired = {"label": cf.get("label", ""), "type": cf["type"],
-                       "object_types": cf.get("object_types", ["dcim.device"]),
-                       "group_name": cf.get("group_name", ""), "weight": cf.get("weight", 100),
-                       "required": False, "description": marked(cf.get("description", ""))}
-            if cf.get("choice_set"):
-                desired["choice_set"] = ref(a.extras.custom_field_choice_sets, name=cf["choice_set"])
-            upsert("custom field", a.extras.custom_fields, {"name": cf["name"]}, desired)
-        for t in schema.tags:
-            upsert("tag", a.extras.tags, {"slug": t["slug"]}, {
-                "name": t["name"], "color": t.get("color", "9e9e9e"), "description": marked(t.get("description", ""))})
-        for m in schema.manufacturers:
-            upsert("manufacturer", a.dcim.manufacturers, {"slug": m["slug"]}, {
-                "name": m["name"], "description": marked(m.get("description", ""))})
-        for r in schema.device_roles:
-            upsert("device role", a.dcim.device_roles, {"slug": r["slug"]}, {
-                "name": r["name"], "color": r.get("color", "9e9e9e"), "description": marked(r.get("description", ""))})
-        for dt in schema.device_types:
-            dtype = upsert("device type", a.dcim.device_types, {"slug": dt["slug"]}, {
-                "model": dt["model"], "manufacturer": ref(a.dcim.manufacturers, slug=dt["manufacturer"]),
-                "part_number": dt.get("part_number", ""), "u_height": dt.get("u_height", 1),
-                "description": marked(dt.get("description", ""))})
-            for itf in dt["interfaces"]:
-                desired = {"type": itf["type"], "mgmt_only": bool(itf.get("mgmt_only", False)),
-                           "description": marked(itf.get("description", ""))}
-                label = f"{dt['slug']}/{itf['name']}"
-                if dtype is None:  # dry run of a type that does not exist yet
-                    changes.append(diff("interface template", label, desired, None))
-                    continue
-                existing = a.dcim.interface_templates.get(device_type_id=dtype.id, name=itf["name"])
-                change = diff("interface template", label, desired, existing.serialize() if existing else None)
-                changes.append(change)
-                if write and change.action is Action.CREATE:
-                    a.dcim.interface_templates.create({"device_type": dtype.id, "name": itf["name"], **desired})
-                elif write and change.action is Action.UPDATE:
-                    existing.update(desired)
-        for cc in schema.config_contexts:
-            ids = [i for i in (ref(a.dcim.device_types, slug=s) for s in cc.get("device_types", [])) if i]
-            upsert("config context", a.extras.config_contexts, {"name": cc["name"]}, {
-                "weight": cc.get("weight", 1000), "description": marked(cc.get("description", "")),
-                "device_types": ids, "data": cc["data"]})
-        return changes
+    @_guard
+    def update_object(self, endpoint: str, obj_id: int, fields: dict[str, Any]) -> None:
+        """Set ``fields`` of object ``obj_id`` of ``endpoint`` (only those that differ are sent)."""
+        obj = self._endpoint(endpoint).get(obj_id)
+        if obj is None:
+            raise NetBoxNotFound(f"NetBox has no {endpoint} #{obj_id} any more", hint="run it again")
+        obj.update(fields)
 
     # --- reading what a node should be ----------------------------------------------------
     @_guard

@@ -35,6 +35,7 @@ from typing import Any, Literal, Self
 
 from bringup.errors import BringupError, ControllerFault, PreconditionFailed
 from bringup.localfiles import pid_alive
+from bringup.retry import Backoff, retry
 
 FIELD = "bringup_lease"
 #: a lease lasts this long unless renewed; a run renews it every TTL_S / 3, so one failed
@@ -184,7 +185,7 @@ def decide(current: Any, me: str, now: datetime, dead: Callable[[Lease], bool] |
 
 def held_by(node: str, current: Any) -> LeaseHeld:
     lease = Lease.parse(current)
-    assert lease is not None, "held_by is only asked about a held lease"
+    assert lease is not None, "held_by is only asked about a held lease"  # noqa: S101  (an invariant of ours, not a check of input)
     return LeaseHeld(node=node, holder=lease.holder, run=lease.run, host=lease.host, since=lease.since,
                      until=lease.expires)
 
@@ -226,19 +227,19 @@ def cas(read: Callable[[], tuple[str, Any]], write: Callable[[str, Any], None],
     :class:`~bringup.errors.PreconditionFailed` when the version is stale, and the
     change is decided again on a fresh read. Losing ``attempts`` races in a row raises
     the last loss."""
-    for attempt in range(attempts):
+    def once() -> Any:
         version, current = read()
         new, result = change(current)
-        if new is KEEP:
-            return result
-        try:
+        if new is not KEEP:
             write(version, new)
-            return result
-        except PreconditionFailed:
-            if attempt == attempts - 1:
-                raise
-            log.debug("lost a compare-and-swap race (%d/%d): reading again", attempt + 1, attempts)
-    raise AssertionError("unreachable")
+        return result
+
+    def lost(exc: BaseException) -> bool:
+        log.debug("lost a compare-and-swap race (%s): reading again", exc)
+        return False
+    # a lost race is decided again at once: the winner's write is already there to read
+    return retry(once, attempts=attempts, retry_on=(PreconditionFailed,), backoff=Backoff(first=0.0, factor=1.0),
+                 give_up=lost)
 
 
 def fence(node: str, current: Any, holder: str | None, now: datetime, margin: float = FENCE_MARGIN_S) -> str:

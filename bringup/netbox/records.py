@@ -1,51 +1,67 @@
 """Node records in NetBox, as the lifecycle reads and writes them: the device, its
 custom fields and tags, journal entries, and evidence (through
 :class:`~bringup.netbox.evidence.EvidenceStore`). Also a node's report for the fleet table, and
-its lease (:mod:`bringup.netbox.lease`), written by compare-and-swap on the device's ETag."""
+its lease (:mod:`bringup.netbox.lease`), written by compare-and-swap on the device's ETag.
+
+NetBox only: an admitted node's labels in the report come from whoever wires the records
+(``bringup.pipeline`` hands in a reader of the cluster), never from here."""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from bringup.netbox import lease as leases
 from bringup.errors import BringupError, NetBoxUnavailable
-from bringup.netbox.evidence import EvidenceStore
-from bringup.netbox.adapter import NodeRecord
 from bringup.lifecycle.results import Evidence, NodeReport
+from bringup.netbox import lease as leases
+from bringup.netbox.adapter import NodeRecord
+from bringup.netbox.evidence import EvidenceStore
+from bringup.netbox.http_retry import OUTAGE_BACKOFF, OUTAGE_S
+from bringup.retry import retry
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-#: pause between tries while NetBox is unreachable (doubling up to this)
-MAX_PAUSE_S = 15.0
+#: the outage wait is bounded by its deadline, not by a count of tries
+_UNBOUNDED = 1 << 30
 
 
 class NetBoxRecords(leases.LeaseOps):
     """NetBox calls that ride out an outage: a call that finds NetBox unreachable pauses and
-    tries again, doubling the pause, for ``outage_s`` (settings ``netbox_outage_s``) in all;
-    then :class:`~bringup.errors.NetBoxUnavailable` goes up (the lifecycle spools the result)."""
+    tries again (:data:`~bringup.netbox.http_retry.OUTAGE_BACKOFF`), starting no new try once
+    ``outage_s`` (settings ``netbox_outage_s``, else
+    :data:`~bringup.netbox.http_retry.OUTAGE_S`) has passed; then
+    :class:`~bringup.errors.NetBoxUnavailable` goes up (the lifecycle spools the result). One
+    call takes at most :data:`~bringup.netbox.http_retry.WORST_CASE_S` with the defaults.
+
+    ``labels(name)`` reads an admitted node's labels for its report (from the cluster, in
+    production); without it the report has none."""
 
     def __init__(self, ctx, *, outage_s: float | None = None, sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 labels: Callable[[str], Mapping[str, str]] | None = None) -> None:
         self.ctx = ctx
-        self.outage_s = float(outage_s if outage_s is not None else getattr(ctx.settings, "netbox_outage_s", 120.0))
+        configured = getattr(getattr(ctx, "settings", None), "netbox_outage_s", None)
+        self.outage_s = float(outage_s if outage_s is not None else configured if configured is not None else OUTAGE_S)
         self.sleep, self.clock = sleep, clock
+        self.labels = labels
 
     def _retry(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
-        deadline = self.clock() + self.outage_s
-        pause = 1.0
-        while True:
+        last: list[NetBoxUnavailable] = []
+
+        def call() -> T:
             try:
                 return fn(*args, **kw)
             except NetBoxUnavailable as exc:
-                left = deadline - self.clock()
-                if left <= 0:
-                    raise
-                log.warning("NetBox is unreachable (%s); trying again in %.0f s", exc, min(pause, left))
-                self.sleep(min(pause, left))
-                pause = min(pause * 2, MAX_PAUSE_S)
+                last[:] = [exc]
+                raise
+
+        def pause(seconds: float) -> None:
+            log.warning("NetBox is unreachable (%s); trying again in %.0f s", last[0], seconds)
+            self.sleep(seconds)
+        return retry(call, attempts=_UNBOUNDED, retry_on=(NetBoxUnavailable,), backoff=OUTAGE_BACKOFF,
+                     deadline=self.outage_s, sleep=pause, clock=self.clock)
 
     def node(self, name: str) -> NodeRecord:
         return self._retry(self.ctx.node, name)
@@ -92,9 +108,9 @@ class NetBoxRecords(leases.LeaseOps):
             except BringupError:
                 figures = {}
         labels: dict[str, str] = {}
-        if verdict == "admitted":
+        if verdict == "admitted" and self.labels is not None:
             try:
-                labels = dict(self.ctx.kube.node_state(node.name).labels)
+                labels = dict(self.labels(node.name))
             except BringupError:
                 labels = {}
         reason = str(node.custom_fields.get("bringup_reason") or "")

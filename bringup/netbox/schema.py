@@ -5,6 +5,7 @@ compared field by field with the existing NetBox object of the same natural key
 (``name`` or ``slug``): missing objects are created; objects we manage (their
 description carries :data:`MARK`) are updated when they drifted; an existing object that
 differs and is *not* ours is a conflict, reported and never overwritten.
+:mod:`bringup.netbox.schema_apply` walks the schema and writes it through the adapter.
 """
 
 from __future__ import annotations

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bringup.remote.ansible import PlaybookResult, SshAccess, run_playbook
 from bringup.acceptance.plan import plan_budget_s
 from bringup.errors import AnsibleError, AnsibleSetupError, ParseError, SSHDropped
 from bringup.provision.image import ImageManifest, pin_vars
+from bringup.remote.access import SshAccess
+from bringup.remote.ansible import PlaybookResult, run_playbook
 from bringup.resources import agent_dir
 
 AGENT_DIR = agent_dir()
@@ -44,26 +45,20 @@ def _steps(result: PlaybookResult) -> dict[str, NodeStep]:
 
 
 def pin_versions(hosts: dict[str, dict[str, Any]], manifest: ImageManifest, access: SshAccess, *,
-                 sysroot: str | None = None, timeout: int = 600) -> dict[str, NodeStep]:
+                 timeout: int = 600) -> dict[str, NodeStep]:
     """playbooks/pin.yml: pin and verify the NVIDIA stack; a node whose versions differ
     from the manifest fails with both versions in its reason."""
-    extra = pin_vars(manifest)
-    if sysroot:
-        extra["sysroot"] = sysroot
-    return _steps(run_playbook("pin.yml", hosts, extra, access, timeout=timeout))
+    return _steps(run_playbook("pin.yml", hosts, pin_vars(manifest), access, timeout=timeout))
 
 
 def configure(hosts: dict[str, dict[str, Any]], manifest: ImageManifest, access: SshAccess, *,
-              sysroot: str | None = None, extravars: dict[str, Any] | None = None,
-              timeout: int = 900) -> dict[str, NodeStep]:
+              extravars: dict[str, Any] | None = None, timeout: int = 900) -> dict[str, NodeStep]:
     """Pin and verify versions (pin.yml), then configure the nodes that passed
     (configure.yml: persistence mode, sysctl, kernel modules)."""
-    steps = pin_versions(hosts, manifest, access, sysroot=sysroot, timeout=timeout)
+    steps = pin_versions(hosts, manifest, access, timeout=timeout)
     good = {n: h for n, h in hosts.items() if steps[n].ok}
     if good:
         extra = dict(extravars or {})
-        if sysroot:
-            extra["sysroot"] = sysroot
         for name, step in _steps(run_playbook("configure.yml", good, extra, access, timeout=timeout)).items():
             step.facts = {**steps[name].facts, **step.facts}
             steps[name] = step
@@ -101,7 +96,7 @@ def pack_agent(agent_dir: Path, dest: Path) -> Path:
 
 
 def run_burnin(node: str, host: dict[str, Any], plan: dict[str, Any], access: SshAccess, *,
-               timeout_s: int | None = None, agent_dir: Path = AGENT_DIR, sysroot: str | None = None) -> BurninRun:
+               timeout_s: int | None = None, agent_dir: Path = AGENT_DIR) -> BurninRun:
     """Copy the agent to ``node``, run ``plan`` there, fetch the result document.
 
     The agent is killed after ``timeout_s`` (default: the plan's own budget, see
@@ -121,8 +116,6 @@ def run_burnin(node: str, host: dict[str, Any], plan: dict[str, Any], access: Ss
         fetch.mkdir()
         extra: dict[str, Any] = {"burnin_archive": str(pack_agent(agent_dir, tmp)), "burnin_plan": plan,
                                  "burnin_timeout": int(timeout_s), "burnin_fetch_dir": str(fetch)}
-        if sysroot:
-            extra["sysroot"] = sysroot
         result = run_playbook("burnin.yml", {node: host}, extra, access, timeout=int(timeout_s) + 180)
         hr = result.hosts[node]
         if hr.unreachable:

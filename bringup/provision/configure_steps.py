@@ -9,8 +9,8 @@ from dataclasses import asdict, is_dataclass
 from typing import Any
 
 from bringup.context import Context
-from bringup.netbox.adapter import NodeRecord
 from bringup.lifecycle.results import Evidence, StepResult
+from bringup.netbox.adapter import NodeRecord
 
 
 def dump(obj: Any) -> Any:

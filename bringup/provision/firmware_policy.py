@@ -151,7 +151,7 @@ def judge(rule: FirmwareRule, version: str | None) -> tuple[Status, str]:
         return "unknown", f"version {version!r} cannot be read as a {rule.scheme} version"
     bound = rule.min if rule.min is not None else rule.exact
     want = parse_version(str(bound), rule.scheme)
-    assert want is not None   # the rule validated it
+    assert want is not None  # noqa: S101  (the rule validated it)
     c = compare(got, want)
     if rule.min is not None:
         return ("ok", "") if c >= 0 else ("drift", f"{version} is older than the minimum {rule.min}")

@@ -5,7 +5,7 @@ The step reads the BMC's FirmwareInventory and checks it against the SKU's ``fir
 rules (:mod:`bringup.provision.firmware_policy`). With updates allowed (the run's ``firmware_update``
 parameter, else the settings' ``firmware_update``, off by default) every drifting
 component whose rule names an ``image`` is updated through the BMC
-(:func:`bringup.redfish.update.update_firmware`: task followed, host reset where the image
+(:func:`bringup.redfish.update_service.update_firmware`: task followed, host reset where the image
 is staged, versions read back), then the inventory is checked again. Critical drift that
 remains makes the node unfit, each reason naming the component, the version found and
 the version wanted; warnings are kept in the evidence.
@@ -18,9 +18,9 @@ from typing import Any
 
 from bringup.context import Context
 from bringup.errors import RedfishError, TransientError
-from bringup.provision.firmware_policy import FwFinding, Member, check, reasons, summary
-from bringup.netbox.adapter import NodeRecord
 from bringup.lifecycle.results import Evidence, StepResult
+from bringup.netbox.adapter import NodeRecord
+from bringup.provision.firmware_policy import FwFinding, Member, check, reasons, summary
 
 
 def _members(bmc: Any) -> list[Member]:

@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from bringup.errors import ConfigError
-from bringup.remote.ssh import known_hosts_name, parse_public_key
+from bringup.remote.access import known_hosts_name, parse_public_key
 
 #: the NetBox device custom field holding a node's pinned public host key
 FIELD = "ssh_host_key"
@@ -80,7 +80,7 @@ def pin(known_hosts: Path, address: str, port: int, public: str) -> bool:
     """Make ``known_hosts`` expect ``public`` (and only it) for ``address:port``.
 
     Returns True when the file changed. Steps of other nodes read and write the same file
-    at once (Ansible, paramiko, other installs): it is replaced atomically under a lock,
+    at once (the SSH seam, Ansible, other installs): it is replaced atomically under a lock,
     so a reader never sees it half written and two writers never drop each other's line."""
     name = known_hosts_name(address, port)
     line = f"{name} {pinned_form(public)}"

@@ -7,8 +7,9 @@ for the node (``ssh_keys``; cloud-init's ``ssh_deletekeys`` and an empty
 ``ssh_genkeytypes`` leave it the node's only host key). Every seed is checked against
 subiquity's published autoinstall JSON schema (``bringup/data/autoinstall-schema.json``,
 from canonical/subiquity; see tests/fixtures/autoinstall/SOURCES.md) and against what
-bringup itself needs of it (:data:`REQUIRED`) before it is written, and again by whoever
-reads one (:func:`parse_seed`, the lab's simulated installer); a problem names its path.
+bringup itself needs of it (:data:`REQUIRED`) before it is written; a problem names its
+path. :func:`validate` is public for whoever reads a seed back (an installer's stand-in
+checks a seed it is given the same way).
 
 The private key is a secret: :func:`redact` is the only form of a seed that may reach
 evidence, logs or the journal.
@@ -23,13 +24,12 @@ from functools import lru_cache
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bringup.errors import ConfigError
-from bringup.provision.hostkeys import HostKey, public_of
+from bringup.provision.hostkeys import HostKey
 from bringup.provision.image import ImageManifest, autoinstall_user_data
-from bringup.resources import data_file
 from bringup.remote.ssh import parse_public_key
+from bringup.resources import data_file
 
 #: where the image record lives on an installed node (read back by the install step)
 IMAGE_RECORD = "/etc/bringup/image.yaml"
@@ -124,76 +124,3 @@ def redact(text: str) -> str:
     out = _PRIVATE.sub(REDACTED, text)
     # the YAML dump may fold the key into one quoted scalar: catch its body too
     return re.sub(r"(ed25519_private:\s*).*?(\n\s{0,8}ed25519_public:)", rf"\1'{REDACTED}'\2", out, flags=re.DOTALL)
-
-
-# --- reading a seed (the simulated installer; tests) ----------------------------------------
-class SshKeys(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    ed25519_private: str
-    ed25519_public: str
-
-
-class WriteFile(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    path: str
-    content: str = ""
-
-
-class CloudConfig(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    hostname: str
-    ssh_keys: SshKeys
-    write_files: list[WriteFile] = Field(min_length=1)
-
-
-class Preference(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
-    package: str
-    pin: str = Field(pattern=r"^version \S+$")
-    priority: int = Field(alias="pin-priority", ge=1000)
-
-
-class Seed(BaseModel):
-    """What a seed says the node will be."""
-
-    hostname: str
-    image: str
-    kernel: str
-    #: Debian package -> the exact version apt is pinned to
-    pins: dict[str, str]
-    host_public: str
-    host_private: str = Field(repr=False)
-    authorized_keys: list[str]
-
-
-def parse_seed(text: str, source: str = "user-data") -> Seed:
-    """Read a seed's ``user-data`` as an installer would: YAML, schema, then the parts we use.
-    Raises :class:`SeedInvalid` naming each problem's path (the node stays at the installer)."""
-    if not text.startswith("#cloud-config"):
-        raise SeedInvalid(f"{source}: does not start with '#cloud-config'; cloud-init ignores it")
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise SeedInvalid(f"{source}:{where} is not YAML: {getattr(exc, 'problem', exc)}") from None
-    problems = validate(doc)
-    if problems:
-        raise SeedInvalid(f"{source} is invalid:\n  " + "\n  ".join(problems))
-    ai = doc["autoinstall"]
-    try:
-        cc = CloudConfig.model_validate(ai["user-data"])
-        prefs = [Preference.model_validate(p) for p in ai["apt"]["preferences"]]
-    except ValidationError as exc:
-        e = exc.errors()[0]
-        raise SeedInvalid(f"{source}: autoinstall.user-data.{_path(e['loc'])}: {e['msg']}") from None
-    record = next((f for f in cc.write_files if f.path == IMAGE_RECORD), None)
-    image = (yaml.safe_load(record.content) or {}).get("image") if record else None
-    if not isinstance(image, str) or not image:
-        raise SeedInvalid(f"{source}: autoinstall.user-data.write_files: no {IMAGE_RECORD} naming the image")
-    if public_of(cc.ssh_keys.ed25519_private).split()[:2] != cc.ssh_keys.ed25519_public.split()[:2]:
-        raise SeedInvalid(f"{source}: autoinstall.user-data.ssh_keys: the public key is not the private key's")
-    return Seed(hostname=cc.hostname, image=image, kernel=str(_get(ai, ("kernel", "package")) or ""),
-                pins={p.package: p.pin.split(" ", 1)[1] for p in prefs},
-                host_public=cc.ssh_keys.ed25519_public, host_private=cc.ssh_keys.ed25519_private,
-                authorized_keys=list(_get(ai, ("ssh", "authorized-keys")) or []))

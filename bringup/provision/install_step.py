@@ -24,8 +24,8 @@ from typing import Any
 
 from bringup.context import Context
 from bringup.errors import ConfigError, HostKeyMismatch
-from bringup.netbox.adapter import NodeRecord
 from bringup.lifecycle.results import Evidence, StepResult
+from bringup.netbox.adapter import NodeRecord
 
 
 def _known_hosts(ctx: Context) -> Path:
@@ -51,10 +51,9 @@ def on_node(ctx: Context, rec: NodeRecord) -> Any:
     pinned = str(rec.custom_fields.get(FIELD) or "")
     if not pinned:
         return None
-    port = ctx.settings.ssh_port
-    pin(_known_hosts(ctx), rec.address, port, pinned)  # Ansible reads the same file
-    access = ctx.ssh_access()
-    return read_installed(rec.address, port, access.user, access.key_file, pinned, node=rec.name)
+    # the key NetBox pins is the one known_hosts expects, for the SSH seam and Ansible alike
+    pin(_known_hosts(ctx), rec.address, ctx.settings.ssh_port, pinned)
+    return read_installed(ctx.ssh(), ctx.target(rec))
 
 
 def install(ctx: Context, rec: NodeRecord, params: Mapping[str, Any], ssh_timeout: float | None = None) -> StepResult:
@@ -83,18 +82,18 @@ def _reinstall(ctx: Context, rec: NodeRecord, manifest: Any, there: Any, force: 
     from bringup.provision import hostkeys
     from bringup.provision import install_seed as seed
     from bringup.provision import seed_iso as seediso
+    from bringup.provision.configure_steps import dump
     from bringup.provision.redfish_steps import install_os
     from bringup.remote.ssh import wait_for_ssh
-    from bringup.provision.configure_steps import dump
 
     if ssh_timeout is None:
         ssh_timeout = float(getattr(ctx.settings, "install_wait_s", 300.0))
     port = ctx.settings.ssh_port
     iso_path, seed_url = seed_location(ctx, rec.name)
-    access = ctx.ssh_access()
+    ssh = ctx.ssh()
     key = hostkeys.generate(f"root@{rec.name}")
     files = seed.render(manifest, hostname=rec.name, host_key=key,
-                        authorized_keys=[_public_of_client(access.key_file)])
+                        authorized_keys=[_public_of_client(ssh.access.key_file)])
     seediso.build(files, iso_path)
     # NetBox and known_hosts learn the new key before the node can present it: a run that
     # dies during the install leaves the next one expecting the key the node will have
@@ -106,7 +105,7 @@ def _reinstall(ctx: Context, rec: NodeRecord, manifest: Any, there: Any, force: 
     try:
         with ctx.bmc(rec.bmc_address, timeout=30.0) as bmc:
             result = install_os(bmc, manifest, media_url, seed_url=seed_url, wait_timeout=ssh_timeout,
-                                ssh_wait=lambda s: wait_for_ssh(rec.address, port, key.pinned, s, node=rec.name))
+                                ssh_wait=lambda s: wait_for_ssh(ssh, ctx.target(rec), s))
     finally:
         seediso.remove(iso_path)  # the node has its key (or never will from this seed)
     same = there is not None and there.image == manifest.name

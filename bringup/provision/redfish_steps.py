@@ -13,12 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bringup.errors import HostKeyMismatch, SSHError
+from bringup.errors import ControllerFault, HostKeyMismatch, SSHError
 from bringup.provision.image import ImageManifest
+from bringup.retry import Backoff, Timeout, poll
 
 
 class Bmc(Protocol):
-    """What these steps need of :class:`bringup.redfish.client.Bmc`."""
+    """What these steps need of :class:`bringup.redfish.bmc.Bmc`."""
 
     def apply_bios(self, wanted: dict[str, Any], reboot: bool = True, timeout: float = 300.0) -> Any: ...
     def insert_media(self, image_url: str, timeout: float = 120.0) -> None: ...
@@ -87,9 +88,10 @@ def install_os(bmc: Bmc, manifest: ImageManifest, media_url: str | None = None, 
         return result
     try:
         if ssh_wait is not None:
-            result.waited, result.boot_failure = _wait_watching_bmc(bmc, ssh_wait, marker, wait_timeout, poll)
+            result.waited, result.boot_failure = _wait_watching_bmc(bmc, ssh_wait, marker, wait_timeout,
+                                                                    poll_s=poll)
         else:
-            assert wait is not None
+            assert wait is not None  # noqa: S101  (narrows the type: set on the branch above)
             result.waited = wait()
     finally:
         bmc.eject_media()
@@ -99,24 +101,54 @@ def install_os(bmc: Bmc, manifest: ImageManifest, media_url: str | None = None, 
     return result
 
 
+@dataclass
+class _NoAnswerYet:
+    """One slice of the wait ended without SSH and without a boot failure from the BMC."""
+
+    error: SSHError
+    slice_s: float
+
+
 def _wait_watching_bmc(bmc: Bmc, ssh_wait: Callable[[float], Any], marker: set[str], wait_timeout: float,
-                       poll: float) -> tuple[Any, str | None]:
-    deadline = time.monotonic() + wait_timeout
-    while True:
-        started = time.monotonic()
-        slice_s = max(0.1, min(poll, deadline - started))
+                       poll_s: float) -> tuple[Any, str | None]:
+    # looked up at each call: tests move time.monotonic/time.sleep
+    def clock() -> float:
+        return time.monotonic()
+
+    def sleep(seconds: float) -> None:
+        time.sleep(seconds)
+
+    ends: list[float] = []   # the wait's end, set by the first slice: never before poll's own
+
+    def one_slice() -> tuple[Any, str | None] | _NoAnswerYet:
+        started = clock()
+        if not ends:
+            ends.append(started + wait_timeout)
+        end = ends[0]
+        slice_s = max(0.1, min(poll_s, end - started))
         try:
             return ssh_wait(slice_s), None
-        except HostKeyMismatch:
-            raise
+        except (HostKeyMismatch, ControllerFault):
+            raise  # another key, or our own key or known_hosts refused: waiting longer cannot help
         except SSHError as exc:
             failure = bmc.boot_failure(marker)
             if failure is not None:
                 return None, failure
-            if time.monotonic() >= deadline:
-                # the last slice's error says "within <slice>s": say how long we waited in all
-                raise SSHError(str(exc.args[0] if exc.args else exc).replace(
-                    f"within {slice_s:.0f}s", f"within {wait_timeout:.0f}s", 1),
-                               hint=getattr(exc, "hint", "")) from exc
-            # a wait that gave up early (refused at once) must not turn this into a BMC poll loop
-            time.sleep(max(0.0, started + slice_s - time.monotonic()))
+            # a wait that gave up early (refused at once) must not turn this into a BMC poll
+            # loop: the slice is served in full before the next one
+            sleep(max(0.0, min(started + slice_s, end) - clock()))
+            return _NoAnswerYet(exc, slice_s)
+
+    try:
+        # the slices pace themselves (above): no pause between them
+        return poll(one_slice, timeout=wait_timeout, what="the node's SSH after its install",
+                    done=lambda answer: not isinstance(answer, _NoAnswerYet),
+                    backoff=Backoff(first=0.0, factor=1.0, cap=0.0), sleep=sleep, clock=clock)  # type: ignore[return-value]
+    except Timeout as timeout:
+        last = timeout.last
+        assert isinstance(last, _NoAnswerYet)  # noqa: S101  (narrows the type: poll's last answer)
+        exc = last.error
+        # the last slice's error says "within <slice>s": say how long we waited in all
+        raise SSHError(str(exc.args[0] if exc.args else exc).replace(
+            f"within {last.slice_s:.0f}s", f"within {wait_timeout:.0f}s", 1),
+                       hint=getattr(exc, "hint", "")) from exc

@@ -5,7 +5,7 @@
         inv = bmc.inventory()
 """
 
-from bringup.redfish.client import Bmc, Credentials, connect
+from bringup.redfish.bmc import Bmc, Credentials, connect
 from bringup.redfish.credentials import load_credentials
 from bringup.redfish.quirks import Quirks, quirks_for
 from bringup.redfish.views import BiosResult, Cpu, Dimm, Gpu, Inventory, Nic, SystemInfo, Unavailable

@@ -11,21 +11,20 @@ them after a POST, and only then reads back. What did not take is a result value
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any, Literal
 
 from bringup.errors import ConfigError, RedfishError, RedfishTimeoutError
-
-from bringup.redfish import actions
+from bringup.redfish import system
 from bringup.redfish.models import BiosDoc, parse
 from bringup.redfish.responses import messages
-from bringup.redfish.tasks import settled, state_of
+from bringup.redfish.session import now, pause
+from bringup.redfish.task import JOB_FAILED, TASK_FAILED, settled, state_of
 from bringup.redfish.views import BiosResult
+from bringup.retry import Timeout, poll
 
 if TYPE_CHECKING:
-    from bringup.redfish.client import Bmc
+    from bringup.redfish.bmc import Bmc
 
-POLL = 1.0
 Wait = Literal["applied", "pending", "failed"]
 
 
@@ -46,7 +45,7 @@ def _pending(bmc: Bmc, bios_uri: str, settings_uri: str, staged: dict[str, Any])
 
 def apply_bios(bmc: Bmc, wanted: dict[str, Any], reboot: bool = True, timeout: float = 300.0) -> BiosResult:
     """Stage ``wanted``, reset, wait for the BMC to apply it, read back what took."""
-    deadline = time.monotonic() + timeout
+    deadline = now() + timeout
     sysdoc = bmc.system()
     if not sysdoc.Bios:
         raise RedfishError(f"{bmc.session.name}: the system exposes no Bios resource")
@@ -75,8 +74,8 @@ def apply_bios(bmc: Bmc, wanted: dict[str, Any], reboot: bool = True, timeout: f
         return result
     outcome: Wait = "pending"
     while outcome == "pending" and result.resets < max(1, bmc.quirks.bios_max_resets):
-        remaining = max(1.0, deadline - time.monotonic())
-        actions.power(bmc, "ForceRestart" if bmc.system().PowerState == "On" else "On", wait=True,
+        remaining = max(1.0, deadline - now())
+        system.power(bmc, "ForceRestart" if bmc.system().PowerState == "On" else "On", wait=True,
                       timeout=remaining)
         result.resets += 1
         result.rebooted = True
@@ -92,41 +91,39 @@ def _wait_applied(bmc: Bmc, bios_uri: str, settings_uri: str, staged: dict[str, 
                   deadline: float, result: BiosResult) -> Wait:
     """Wait after a reset until the BMC has applied what we staged, or says it will not
     without another reset ("pending" once POST is over and the values are still held)."""
-    started = time.monotonic()
-    while time.monotonic() < deadline:
+    started = now()
+
+    def ask() -> Wait | None:
         if job:
             reply = bmc.session.call("GET", job)
             state, msgs = state_of(reply.doc, job) if reply.status < 400 else (None, [])
-            if state is not None:
+            if state is not None:   # the job decides while it says anything
                 result.job_state = state
                 result.messages = msgs or result.messages
-                if settled(state):
-                    return "failed" if state.lower() in {"failed", "rebootfailed", "exception", "killed",
-                                                          "cancelled"} else "applied"
-                time.sleep(POLL)
-                continue
+                if not settled(state):
+                    return None
+                return "failed" if state.lower() in JOB_FAILED | TASK_FAILED else "applied"
         sysdoc = bmc.system()
-        if sysdoc.PowerState == "On":
-            done = actions.post_done(sysdoc)
-            pending = _pending(bmc, bios_uri, settings_uri, staged)
-            if not pending and done is not False:
-                return "applied"
-            if done is None:   # no BootProgress: give POST the time the quirks allow
-                done = time.monotonic() - started > bmc.quirks.bios_post_seconds
-            if pending and done:
-                return "pending"
-        time.sleep(POLL)
-    return "pending"
+        if sysdoc.PowerState != "On":
+            return None
+        done = system.post_done(sysdoc)
+        pending = _pending(bmc, bios_uri, settings_uri, staged)
+        if not pending and done is not False:
+            return "applied"
+        if done is None:   # no BootProgress: give POST the time the quirks allow
+            done = now() - started > bmc.quirks.bios_post_seconds
+        return "pending" if pending and done else None
+
+    try:
+        return poll(ask, timeout=max(0.0, deadline - now()), what="the BIOS settings applied",
+                    backoff=system.POST_POLL, sleep=pause, clock=now)
+    except Timeout:
+        return "pending"
 
 
 def _wait_booted(bmc: Bmc, deadline: float) -> None:
     """After the settings applied the host may reset once more (Dell's Lifecycle
     Controller does): wait until it is On and past POST again, bounded."""
-    while time.monotonic() < deadline:
-        sysdoc = bmc.system()
-        if sysdoc.PowerState == "On" and actions.post_done(sysdoc) is not False:
-            return
-        time.sleep(POLL)
-    if bmc.system().PowerState != "On":
+    if not system.until_post_done(bmc, deadline - now()) and bmc.system().PowerState != "On":
         raise RedfishTimeoutError(f"{bmc.session.name}: the host is not back On after applying BIOS settings",
                                   hint="check the system's console through its BMC")

@@ -14,9 +14,8 @@ from pathlib import Path
 
 from bringup.errors import ConfigError, SecretFileError
 from bringup.localfiles import check_secret_file
+from bringup.redfish.session import Credentials
 from bringup.yamlio import load_file
-
-from bringup.redfish.transport import Credentials
 
 
 def load_credentials(path: str | Path) -> Callable[[str], Credentials]:

@@ -16,7 +16,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bringup.errors import ParseError
-
 from bringup.redfish.views import BiosResult, Cpu, Dimm, Gpu, Inventory, Nic, SystemInfo, Unavailable
 
 __all__ = ["BiosResult", "Cpu", "Dimm", "Gpu", "Inventory", "Nic", "SystemInfo", "Unavailable"]
@@ -85,8 +84,13 @@ class SettingsDoc(_Doc):
 
 
 # --- documents as the BMC sends them ------------------------------------------------------
+class RootLinksDoc(_Doc):
+    Sessions: Link | None = None
+
+
 class ServiceRootDoc(_Doc):
     RedfishVersion: str | None = None
+    Links: RootLinksDoc | None = None
     Vendor: str | None = None
     Systems: Link
     Chassis: Link | None = None

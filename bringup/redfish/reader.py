@@ -13,13 +13,17 @@ from typing import Any
 from pydantic import BaseModel
 
 from bringup.errors import ParseError, RedfishNotFoundError, RedfishRequestError, RedfishServerError
-
 from bringup.redfish.models import CollectionDoc, parse
-from bringup.redfish.transport import Session
+from bringup.redfish.session import Session
 from bringup.redfish.views import Inventory
 
 #: what one member may answer without ending the inventory (transport failures still do)
 MEMBER_ERRORS = (RedfishNotFoundError, RedfishRequestError, RedfishServerError, ParseError)
+
+
+def absent(doc: dict[str, Any]) -> bool:
+    """A member the BMC lists for an empty place (a socket without a CPU, a slot without a DIMM)."""
+    return (doc.get("Status") or {}).get("State") == "Absent"
 
 
 def is_expanded(ref: dict[str, Any]) -> bool:

@@ -107,6 +107,10 @@ class Inventory(BaseModel):
     def nic_by_mac(self) -> dict[str, Nic]:
         return {n.mac: n for n in self.nics}
 
+    def knows_gpu(self, gpu: Gpu) -> bool:
+        """The same board seen before (through the host and through its baseboard)."""
+        return any((gpu.serial and g.serial == gpu.serial) or (gpu.uuid and g.uuid == gpu.uuid) for g in self.gpus)
+
     def note(self, uri: str, kind: UnavailableKind, reason: str, path: str | None = None) -> None:
         self.unavailable.append(Unavailable(uri=uri, kind=kind, reason=reason, path=path))
 

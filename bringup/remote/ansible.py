@@ -6,8 +6,9 @@ nothing lands in the operator's ``~/.ansible``. Those folders live under the con
 state folder (0700, see :func:`bringup.settings.state_dir`), never the system temp folder:
 extra vars can hold a bootstrap token, and a controller killed mid-run cannot clean up.
 Each folder is named after the pid of its controller; the next run removes those of
-controllers that are gone. SSH host key checking stays on, against
-*our* known_hosts file only (never the user's, never auto-added). The result keeps, per
+controllers that are gone. Ansible keeps its own OpenSSH connections, with the key,
+known_hosts and host-key policy of :class:`~bringup.remote.access.SshAccess` (the one the
+SSH seam applies): *our* known_hosts only, never the user's, never auto-added. The result keeps, per
 host, whether it passed, the failed tasks with their messages and the facts the play set;
 tasks marked ``no_log`` reach us already censored by Ansible, and the private folder
 (where extra vars are written) is removed afterwards.
@@ -16,6 +17,7 @@ tasks marked ``no_log`` reach us already censored by Ansible, and the private fo
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -26,29 +28,13 @@ from typing import Any
 
 from bringup.errors import AnsibleSetupError, AnsibleTimeout, ConfigError
 from bringup.localfiles import pid_alive
+from bringup.remote.access import SshAccess
 from bringup.resources import data_dir
 from bringup.settings import private_dir, state_dir
 
 PLAYBOOKS_DIR = data_dir("playbooks")
 #: characters of a failed task's stderr/stdout kept in the result
 TAIL = 1500
-
-
-@dataclass(frozen=True)
-class SshAccess:
-    """How we log in to nodes: user, private key file, the known_hosts we trust."""
-
-    user: str
-    key_file: Path
-    known_hosts: Path
-
-    @classmethod
-    def from_settings(cls, settings: Any) -> SshAccess:
-        if not settings.ssh_key_file or not settings.ssh_known_hosts:
-            raise ConfigError("settings lack ssh_key_file or ssh_known_hosts",
-                              hint="name the SSH private key and the known_hosts with the nodes' host keys")
-        from bringup.remote.ssh import check_private_key  # a key OpenSSH would ignore is our mistake, not the nodes'
-        return cls(settings.ssh_user, check_private_key(settings.ssh_key_file), Path(settings.ssh_known_hosts))
 
 
 @dataclass
@@ -158,16 +144,12 @@ def _inventory(hosts: dict[str, dict[str, Any]], access: SshAccess) -> dict[str,
 
 
 def _envvars(tmp: Path, cp: Path, access: SshAccess) -> dict[str, str]:
-    ssh_args = " ".join([
+    ssh_args = shlex.join([
         # one SSH connection per host for the whole run; closed by _close_masters()
-        "-o ControlMaster=auto -o ControlPersist=60s",
-        f"-o ControlPath={cp}/%C",
-        f"-o UserKnownHostsFile={access.known_hosts}",
-        "-o GlobalKnownHostsFile=/dev/null",
-        "-o StrictHostKeyChecking=yes",   # pinned: an unknown or changed key is refused
-        "-o IdentitiesOnly=yes",
-        "-o BatchMode=yes",
-        "-o ServerAliveInterval=5 -o ServerAliveCountMax=3",
+        "-o", "ControlMaster=auto", "-o", "ControlPersist=60s", "-o", f"ControlPath={cp}/%C",
+        # the one host-key policy (bringup.remote.access): our key and pinned host keys only
+        *access.openssh_options(),
+        "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3",
     ])
     return {
         "PATH": _path(),
@@ -180,7 +162,7 @@ def _envvars(tmp: Path, cp: Path, access: SshAccess) -> dict[str, str]:
         "ANSIBLE_PRIVATE_KEY_FILE": str(access.key_file),
         "ANSIBLE_PIPELINING": "True",
         "ANSIBLE_SSH_RETRIES": "0",
-        "ANSIBLE_TIMEOUT": "10",
+        "ANSIBLE_TIMEOUT": str(max(1, round(access.connect_timeout))),
         # the image installs python3 there; discovery could pick a stray one from a profile
         "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3",
         "ANSIBLE_RETRY_FILES_ENABLED": "False",

@@ -208,7 +208,7 @@ def followup(node: str, events: Iterable[Event], at: datetime, policy: GuardPoli
 
 
 def _say(text: str, **fields: Any) -> str:
-    return text.format(**{f: "" for f in TEXT_FIELDS} | fields)
+    return text.format(**dict.fromkeys(TEXT_FIELDS, "") | fields)
 
 
 def _window_text(window: timedelta) -> str:

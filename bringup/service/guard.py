@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
-from bringup.service.blastradius import Decision, Event, GuardPolicy, Request, decide, load_policy
 from bringup.context import Context
 from bringup.lifecycle.engine import LifecycleError, State, parse_state
+from bringup.service.blastradius import Decision, Event, GuardPolicy, Request, decide, load_policy
 
 
 def _when(text: str) -> datetime:

@@ -23,9 +23,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bringup.errors import BringupError, ConfigError, KubeConflictError, KubeError, KubeTransientError
 from bringup.admission.labels import QUARANTINE_KEY
+from bringup.errors import BringupError, ConfigError, KubeConflictError, KubeError, KubeTransientError
 from bringup.lifecycle.engine import LifecycleError, State, parse_state
+from bringup.retry import Backoff, Timeout, poll
 
 log = logging.getLogger(__name__)
 
@@ -99,23 +100,30 @@ def isolate(cluster: Cluster, name: str, reason: str, *, within: float = ISOLATE
     update conflicts, a read-back that does not show it yet) until Kubernetes confirms it
     or ``within`` seconds pass; then the last error is raised (the reconcile step takes
     over). Credentials refused or a request refused are raised at once."""
-    deadline = clock() + within
-    delay = 1.0
-    while True:
+    why: list[BringupError] = []
+
+    def attempt() -> str | None:
+        """The message once Kubernetes confirms; else None, with why not yet in ``why``."""
         try:
             state = _enforce(cluster, name, ISOLATED, reason)
-            if not state.exists:
-                return f"node {name} never joined the cluster: nothing to cordon or taint"
-            if agrees(state, ISOLATED):
-                return f"node {name} cordoned and tainted (read back from the API server)"
-            last: BringupError = KubeError(f"node {name} reads back {seen(state)} after the quarantine patch")
         except (KubeTransientError, KubeConflictError) as exc:
-            last = exc
-        if clock() + delay > deadline:
-            raise last
-        log.info("%s: not isolated yet (%s); again in %.0f s", name, last, delay)
-        sleep(delay)
-        delay = min(delay * 2, 15.0)
+            why[:] = [exc]
+            return None
+        if not state.exists:
+            return f"node {name} never joined the cluster: nothing to cordon or taint"
+        if agrees(state, ISOLATED):
+            return f"node {name} cordoned and tainted (read back from the API server)"
+        why[:] = [KubeError(f"node {name} reads back {seen(state)} after the quarantine patch")]
+        return None
+
+    def pause(seconds: float) -> None:
+        log.info("%s: not isolated yet (%s); again in %.0f s", name, why[0], seconds)
+        sleep(seconds)
+    try:
+        return poll(attempt, timeout=within, what=f"isolating node {name}",
+                    backoff=Backoff(first=1.0, factor=2.0, cap=15.0), sleep=pause, clock=clock)
+    except Timeout:
+        raise why[0] from None  # the last error, transient: the reconcile step takes over
 
 
 def reconcile(cluster: Callable[[], Cluster], targets: Iterable[Target]) -> list[Row]:

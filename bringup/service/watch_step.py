@@ -18,10 +18,10 @@ from typing import Any
 
 from bringup.context import Context
 from bringup.errors import BringupError
-from bringup.service.health import Condition, Signal, Snapshot, WatchPolicy, assess, critical, snapshot
-from bringup.netbox.adapter import NodeRecord
 from bringup.lifecycle.results import Evidence
+from bringup.netbox.adapter import NodeRecord
 from bringup.provision.configure_steps import manifest_of
+from bringup.service.health import Condition, Signal, Snapshot, WatchPolicy, assess, critical, snapshot
 
 KIND = "health"
 

@@ -148,9 +148,11 @@ class NetworkCheck(Check):
         # ibstat is a second opinion from the userspace stack (umad); its absence is noted only
         if ctx.tool("ibstat") or ports:
             run = ctx.run("ibstat", "ibstat", [], 30)
-            if run.ok:
+            # ibstat exits non-zero after an ibpanic (printed on stderr): what it listed before
+            # it died, and the panic itself, are still read
+            if run.ok or (run.rc not in (None, 0) and not run.problem()):
                 try:
-                    parsed = parse_ibstat(run.stdout)
+                    parsed = parse_ibstat(run.stdout + "\n" + (run.stderr or ""))
                     r.data["ibstat"] = parsed["ports"]
                     for p in parsed["ports"]:
                         name = f"{p['ca']}/{p['port']}"
@@ -159,9 +161,15 @@ class NetworkCheck(Check):
                             r.find("ib_state_disagree", f"{name}: sysfs says {sys_state!r}, ibstat says "
                                    f"{p['state']!r}", port=name)
                     if parsed["panics"]:
+                        # ibstat died on a device: its listing is partial or empty (no device
+                        # at all); said as an unreadable second opinion the judge weighs
                         r.data["ibstat_panics"] = parsed["panics"]
+                        r.data["ibstat_error"] = parsed["panics"][0]
+                        if parsed.get("no_device"):
+                            r.find("ibstat_no_device", f"ibstat listed no IB device: {parsed['panics'][0]}",
+                                   fail=False)
                 except UnparseableOutput as exc:
-                    r.data["ibstat_error"] = str(exc)
+                    r.data["ibstat_error"] = str(exc) if run.ok else f"exit {run.rc}: {exc}"
                     # said in the document, not only in data: the controller's policy weighs it
                     r.find("ibstat_unreadable", f"ibstat output cannot be read: {exc}", fail=False)
             else:

@@ -8,7 +8,7 @@ from ..parsers import gpuburn as gpuburn_parser
 from ..parsers import nccl as nccl_parser
 from ..parsers.dcgm import parse_dcgm_diag
 from ..parsers.gpuburn import parse_gpu_burn
-from ..parsers.nccl import busbw_at_largest, error_figures, parse_nccl_perf, wrong_total
+from ..parsers.nccl import busbw_at_largest, error_figures, largest_sizes, parse_nccl_run, wrong_total
 from ..proc import tail
 from .base import Check, CheckResult, Context
 
@@ -63,9 +63,14 @@ class DcgmCheck(Check):
             counts[t["status"]] += 1
         if parsed["nulls_skipped"]:
             r.data["nulls_skipped"] = parsed["nulls_skipped"]
-        _record(r, dcgm_parser.assess(parsed))
+        found = dcgm_parser.assess(parsed, ctx.limits.get("dcgm_required_tests"))
+        _record(r, found)
+        # a Skip the plan tolerates is reported (tests_skipped); one it needs did not run
+        unverified = {f["test"] for f in found if f["severity"] == "error" and f.get("test")}
         r.metrics.update({"tests_passed": counts["pass"], "tests_failed": counts["fail"] + counts["warn"],
-                          "tests_not_run": counts["skip"] + counts["not_run"] + counts["unknown"]})
+                          "tests_not_run": len(unverified),
+                          "tests_skipped": sum(1 for t in parsed["tests"]
+                                               if t["status"] == "skip" and t["name"] not in unverified)})
         if run.rc != 0 and r.status == "pass":
             r.find("dcgm_failed", f"dcgmi exited {run.rc} although every test passed")
 
@@ -111,7 +116,9 @@ class NcclCheck(Check):
             return
         r.evidence.append(run.evidence())
         try:
-            parsed = parse_nccl_perf(run.stdout)
+            # a failed run (a rank's "Test NCCL failure", the launcher's report on stderr) is
+            # understood even without a table row
+            parsed = parse_nccl_run(run.stdout, run.stderr or "")
         except UnparseableOutput as exc:
             if run.rc != 0:
                 r.error("tool_crashed", f"all_reduce_perf exited {run.rc}: {tail(run.stderr or run.stdout, 300)}",
@@ -126,13 +133,16 @@ class NcclCheck(Check):
         limits = lim.get("nccl_error_limits") or NCCL_ERROR_LIMITS
         err = error_figures(parsed, limits)
         r.data.update({"rows": parsed["rows"], "avg_busbw": parsed["avg_busbw"], "validated": parsed["validated"],
-                       "nccl_version": parsed["nccl_version"], "layout": parsed["layout"]})
+                       "nccl_version": parsed["nccl_version"], "layout": parsed["layout"],
+                       "complete": parsed["complete"], "failures": parsed["failures"][:10],
+                       "launcher_failures": parsed["launcher_failures"][:10],
+                       "busbw_sizes": largest_sizes(parsed, k)})
         r.metrics.update({"busbw_largest_gbps": busbw, "wrong_total": wrong, "oob_values": parsed["oob_values"],
                           "error_max": err["max"], "errors_over_limit": err["over"] if err["max"] is not None else None,
-                          "largest_size": max(row["size"] for row in parsed["rows"])})
+                          "largest_size": max((row["size"] for row in parsed["rows"]), default=None)})
         _record(r, nccl_parser.assess(parsed, limits))
         want = lim.get("min_busbw_gbps")
-        if want is not None and busbw < float(want):
+        if want is not None and busbw is not None and busbw < float(want):
             r.find("busbw_low", f"all_reduce busbw {busbw:.1f} GB/s at the {k} largest sizes, below "
                    f"{float(want):.0f} GB/s", value=busbw, limit=want)
         if run.rc != 0 and r.status == "pass":

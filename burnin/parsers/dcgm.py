@@ -10,9 +10,15 @@ Two shapes seen in real 3.x output: ``null`` entries between the tests of a cate
 (DCGM 3.1: skipped and counted), and results that stand for the whole node rather than
 one GPU (the software/deployment tests: ``"gpu_ids": "0,1,2,3"`` or no id at all). Those
 are keyed ``all`` (:data:`NODE`): a failure there is about the node, all its GPUs.
+
+``Skip`` is DCGM saying it did not run a test here (a plugin that is not installed, such as
+the EUD, or a test the GPU does not support): not a failure of the node, so it is reported
+as skipped. It verifies nothing, though: a test the plan requires (``required``) that was
+skipped or is absent is the finding, and a run in which no test passed proved nothing.
 """
 
 import json
+import re
 
 from . import UnparseableOutput
 
@@ -131,29 +137,53 @@ def failing_gpus(test: dict[str, object]) -> list[str]:
     return sorted(g for g, s in test["gpus"].items() if s in ("fail", "warn"))  # type: ignore[union-attr]
 
 
-def assess(parsed: dict[str, object]) -> list[dict[str, object]]:
+def test_key(name: str) -> str:
+    """A test's name as both DCGM generations spell it: "EUD Test" and "eud", "GPU Memory"
+    and "memory", "Targeted Stress" and "targeted_stress" are one test."""
+    key = re.sub(r"[^a-z0-9]", "", name.lower())
+    key = key[3:] if key.startswith("gpu") and len(key) > 3 else key
+    return key[:-4] if key.endswith("test") and len(key) > 4 else key
+
+
+def assess(parsed: dict[str, object], required: list[str] | None = None) -> list[dict[str, object]]:
     """Findings ``{code, severity, message[, test, gpu]}``: a failed or warned test is a
-    failure naming its GPUs (or the node); a skipped, not-run or unknown test verified
-    nothing (``error``); a runtime error or no test at all is an ``error``."""
+    failure naming its GPUs (or the node); a not-run or unknown test verified nothing
+    (``error``); a skipped test is ``info`` unless the plan requires it (``required``: test
+    names, either generation's spelling) or no test of the run passed (then ``error``); a
+    required test missing from the run, a runtime error or no test at all is an ``error``."""
     out: list[dict[str, object]] = []
     if parsed["runtime_error"]:
         return [{"code": "dcgm_runtime_error", "severity": "error",
                  "message": f"DCGM diag could not run: {parsed['runtime_error']}"}]
-    for t in parsed["tests"]:  # type: ignore[union-attr]
+    need = {test_key(n): n for n in required or []}
+    tests: list[dict[str, object]] = parsed["tests"]  # type: ignore[assignment]
+    verified = any(t["status"] == "pass" for t in tests)
+    for t in tests:
+        msg = "; ".join(t["warnings"][:2])  # type: ignore[index]
         if t["status"] in ("fail", "warn"):
             keys = failing_gpus(t)
             where = "; ".join(where_text(k) for k in keys) or "an unnamed entity"
-            msg = "; ".join(t["warnings"][:2])
             item = {"code": "dcgm_failed", "severity": "fail", "test": t["name"],
-                    "message": f"DCGM {t['name']}: {t['status'].upper()} on {where}" + (f" ({msg})" if msg else "")}
+                    "message": f"DCGM {t['name']}: {t['status'].upper()} on {where}" + (f" ({msg})" if msg else "")}  # type: ignore[union-attr]
             if len(keys) == 1 and keys[0].isdigit():
                 item["gpu"] = int(keys[0])
             out.append(item)
+        elif t["status"] == "skip" and verified and test_key(str(t["name"])) not in need:
+            where = "; ".join(where_text(k) for k, s in t["gpus"].items() if s == "skip")  # type: ignore[union-attr]
+            out.append({"code": "dcgm_skipped", "severity": "info", "test": t["name"],
+                        "message": f"DCGM {t['name']}: skipped on {where or 'every GPU'}" + (f" ({msg})" if msg else "")})
         elif t["status"] in ("skip", "not_run", "unknown"):
             # a test that did not run verified nothing: never a pass
+            why = " (required for this SKU)" if test_key(str(t["name"])) in need else (
+                " (no test of the run passed)" if t["status"] == "skip" else "")
             out.append({"code": "dcgm_not_run", "severity": "error", "test": t["name"],
-                        "message": f"DCGM {t['name']}: {t['status'].replace('_', ' ')}"})
-    if not parsed["tests"]:
+                        "message": f"DCGM {t['name']}: {t['status'].replace('_', ' ')}{why}" + (f" ({msg})" if msg else "")})  # type: ignore[union-attr]
+    present = {test_key(str(t["name"])) for t in tests}
+    for key, name in need.items():
+        if key not in present:
+            out.append({"code": "dcgm_required_missing", "severity": "error", "test": name,
+                        "message": f"DCGM {name} is required for this SKU but is not in the run"})
+    if not tests:
         out.append({"code": "dcgm_not_run", "severity": "error", "message": "DCGM diag reported no tests"})
     return out
 

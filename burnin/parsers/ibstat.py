@@ -5,6 +5,9 @@
 Link layer: InfiniBand or Ethernet for RoCE). Indentation is tabs or spaces depending on
 who copied it. Lines the tool prints about itself (``ibwarn:`` with ``-d``, ``ibpanic:``
 when it cannot stat a device) are kept: a panic means ports may be missing from the list.
+A panic before any ``CA`` block (``ibpanic: ... stat of IB device 'mlx5_0' failed``: no IB
+device, or one ibstat cannot read, such as Azure's Ethernet ``mlx5_an0``) is understood as
+what it is: ibstat listed no device, an unhealthy result with no ports (``no_device``).
 """
 
 import re
@@ -24,7 +27,8 @@ def _rate(text: str | None) -> float | None:
 
 def parse_ibstat(text: str) -> dict[str, object]:
     """Returns ``{"cas": {name: {"ca_type", "firmware", "ports": {n: {...}}}}, "ports":
-    [{ca, port, state, physical_state, rate_gbps, link_layer}], "panics": [..]}``.
+    [{ca, port, state, physical_state, rate_gbps, link_layer}], "panics": [..], "no_device":
+    bool}`` (``no_device``: ibstat panicked before listing any device).
     A port field ``ibstat`` did not print is None (the output was cut), never a default."""
     cas: dict[str, dict[str, object]] = {}
     ca: dict[str, object] | None = None
@@ -55,15 +59,16 @@ def parse_ibstat(text: str) -> dict[str, object]:
                 port[key] = value
             elif key in ("ca_type", "firmware_version"):
                 ca["firmware" if key == "firmware_version" else key] = value
+    if not cas and panics:
+        return {"cas": {}, "ports": [], "panics": panics, "no_device": True}
     if not cas:
-        raise UnparseableOutput("no \"CA '...'\" block in the ibstat output"
-                                + (f" ({panics[0]})" if panics else ""))
+        raise UnparseableOutput("no \"CA '...'\" block in the ibstat output")
     ports = []
     for name, info in cas.items():
         for num, p in sorted(info["ports"].items()):  # type: ignore[union-attr]
             ports.append({"ca": name, "port": num, "state": p.get("state"), "physical_state": p.get("physical_state"),
                           "rate_gbps": _rate(p.get("rate")), "link_layer": p.get("link_layer")})
-    return {"cas": cas, "ports": ports, "panics": panics}
+    return {"cas": cas, "ports": ports, "panics": panics, "no_device": False}
 
 
 def assess(parsed: dict[str, object], expect_ports: int | None = None,
@@ -95,7 +100,10 @@ def assess(parsed: dict[str, object], expect_ports: int | None = None,
         if p["state"] == "Active" and expect_rate_gbps and p["rate_gbps"] < float(expect_rate_gbps):
             out.append({"code": "ib_rate_low", "severity": "fail", "port": name, "value": p["rate_gbps"],
                         "message": f"{name} trained at {p['rate_gbps']:g} Gb/s, expected {expect_rate_gbps:g}"})
-    for panic in parsed["panics"]:  # type: ignore[union-attr]
+    if parsed.get("no_device"):
+        out.append({"code": "ib_no_device", "severity": "fail",
+                     "message": f"ibstat listed no IB device: {parsed['panics'][0]}"})  # type: ignore[index]
+    for panic in [] if parsed.get("no_device") else parsed["panics"]:  # type: ignore[union-attr]
         out.append({"code": "ibstat_panic", "severity": "error", "message": f"ibstat could not read a device: {panic}"})
     if expect_ports is not None and ib < int(expect_ports):
         out.append({"code": "ib_port_missing", "severity": "fail", "value": ib,

@@ -10,9 +10,9 @@ import threading
 from pathlib import Path
 
 from bringup.errors import BringupError
-from bringup.settings import lab_home
 from bringup.sku import load_skus, nic_counts
 from lab.fleet import load_fleet
+from lab.paths import lab_home
 
 from .seedserver import SeedServer, seed_folder
 from .server import FleetSimulator

@@ -20,8 +20,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bringup.errors import ConfigError, LabError
+from bringup.errors import ConfigError
 from bringup.sku import load_skus, nic_counts
+from lab.errors import LabError
 from lab.fleet import FaultKind, FleetProfile, load_fleet
 
 from .server import FleetSimulator, ensure_credentials

@@ -6,8 +6,8 @@ The benchmark and the tests verify discovery against this; in production the
 
 from __future__ import annotations
 
-from bringup.sku import SkuSpec
 from bringup.discovery.verify import ExpectedNode
+from bringup.sku import SkuSpec
 from lab.fleet import FleetProfile
 
 

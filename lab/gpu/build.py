@@ -20,7 +20,7 @@ import threading
 import uuid
 from pathlib import Path
 
-from bringup.errors import LabError
+from lab.errors import LabError
 
 SOURCE = Path(__file__).with_name("nvml_stub.c")
 LIB_NAME = "libnvidia-ml.so.1"

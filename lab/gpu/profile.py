@@ -10,10 +10,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bringup.settings import lab_home
 from bringup.sku import SkuSpec
 from lab.bmcsim.hardware import gpu_serial
 from lab.fleet import Fault, FaultKind, NodeSpec
+from lab.paths import lab_home
 
 from .build import build_nvml
 
@@ -162,6 +162,10 @@ def tool_profile(node: NodeSpec, sku: SkuSpec, installed: dict[str, Any], nvml: 
     for f in node.faults:
         if f.kind == FaultKind.NCCL_WRONG:
             prof["nccl_wrong"] = int(f.value or 1)
+        elif f.kind == FaultKind.NCCL_DIES:
+            prof["nccl_dies_after"] = int(f.value if f.value is not None else 2)
+        elif f.kind == FaultKind.NCCL_CUT:
+            prof["nccl_cut_after"] = int(f.value if f.value is not None else 2)
         elif f.kind == FaultKind.DCGM_FAIL:
             prof["dcgm_fail"] = {"test": f.test or "memory", "gpu": _gpu_of(f)}
         elif f.kind == FaultKind.DCGM_SKIP:

@@ -6,7 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from bringup.settings import lab_home
+from lab.paths import lab_home
 
 from .serve import serve
 

@@ -3,7 +3,7 @@
 The BMC simulator calls :func:`install_from_media` when a reset boots a node from its
 virtual CD, with the URL of the second medium if one is inserted: the node's NoCloud
 seed. As subiquity would, the node fetches the seed image, reads ``user-data`` from its
-``cidata`` file system and checks it (:func:`bringup.provision.install_seed.parse_seed`, subiquity's schema
+``cidata`` file system and checks it (:func:`lab.nodes.seed_reader.parse_seed`, subiquity's schema
 and what bringup needs); without a seed, or with one it cannot use, it stays *at the
 installer* (no sshd; ``state.json`` says why), as a real server would. A good seed is
 applied: the packages at the versions it pins (of the image it names), the host key it
@@ -26,12 +26,14 @@ from typing import Any
 
 import yaml
 
-from bringup.errors import ConfigError, LabError
+from bringup.errors import ConfigError
 from bringup.provision.image import IMAGES_DIR, ImageManifest, load_manifest, manifest_for_url
-from bringup.provision.install_seed import IMAGE_RECORD, Seed, parse_seed
+from bringup.provision.install_seed import IMAGE_RECORD
 from bringup.sku import load_skus
+from lab.errors import LabError
 from lab.fleet import FaultKind, NodeSpec
 
+from .seed_reader import Seed, parse_seed
 from .seedmedia import read_seed
 from .sshd import NodeDir, install_host_key, port_open, sshd_pid, start_sshd, stop_sshd
 

@@ -10,9 +10,10 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from bringup.errors import ConfigError
 from bringup.provision import seed_iso as seediso
-from bringup.errors import ConfigError, LabError
 from bringup.provision.install_seed import VOLUME_ID
+from lab.errors import LabError
 
 #: a NoCloud seed is a few kilobytes; anything this big is not one
 MAX_SEED_BYTES = 8 * 1024 * 1024

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from bringup.errors import LabError
+from lab.errors import LabError
 from lab.fleet import NodeSpec
 from lab.pki import write_private
 

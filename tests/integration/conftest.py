@@ -1,30 +1,111 @@
-"""A whole lab for the flow tests and the fault suite: real NetBox and Prefect (session fixtures of
-tests/conftest.py) plus this fleet's simulated BMCs, nodes (real sshd) and Kubernetes
-API, all on loopback addresses of their own."""
+"""Fleet labs for the flow tests, the fault suite and the watch tests: each fleet
+(tests/fixtures/fleets/*.yaml) gets its simulated BMCs, nodes (real sshd) and Kubernetes
+API on loopback addresses of its own, and a NetBox server over a database of its own
+(tests/ports.py: the worker's block), beside the worker's Prefect server (tests/conftest.py).
+
+Each scenario sets up what it needs: a module of the flow lab starts from a fresh clone of
+the pristine database with flow8 seeded (``seeded``), a test that needs NetBox as on day
+one gets another (``reseeded``); nothing depends on which module ran before. The
+simulators of a fleet live for the session and keep their state (as a real fleet's
+hardware would); every test of a fleet carries ``xdist_group("<fleet>")``, so one
+worker runs them and the addresses are never taken twice.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
+import ports
 import pytest
 import yaml
 
+from bringup.netbox.adapter import NetBox, connect
 from bringup.netbox.schema import load_schema
+from bringup.netbox.schema_apply import apply_schema
 from bringup.sku import load_skus, nic_counts
 from lab.fleet import load_fleet
 from lab.seed import seed
 
 REPO = Path(__file__).resolve().parents[2]
 FLEET = REPO / "tests" / "fixtures" / "fleets" / "flow8.yaml"
-KUBE_LISTEN = "127.0.0.1:56453"
-SEED_LISTEN = "127.0.0.1:58092"
+FAULT_FLEET = REPO / "tests" / "fixtures" / "fleets" / "faults.yaml"
+
+
+class ScenarioNetBox:
+    """A NetBox server of one scenario (a role of tests/ports.py) over a database of its
+    own, cloned from the pristine one: resetting it touches no other scenario's."""
+
+    def __init__(self, install, postgres, role: str, token: str) -> None:
+        self.install, self.postgres, self.role, self.token = install, postgres, role, token
+        self.name, self.port, self.db = ports.netbox_name(role), ports.netbox_port(role), ports.netbox_db(role)
+        self._day1: set[str] = set()
+
+    @property
+    def url(self) -> str:
+        return self.install.url(self.port)
+
+    @property
+    def start_args(self) -> dict:
+        return {"name": self.name, "port": self.port, "db": self.db, "redis_db": ports.REDIS_DB, "workers": 2}
+
+    def start(self) -> None:
+        if not self.postgres.exists(self.db):
+            self.fresh_db()
+        self.install.start(**self.start_args)
+
+    def stop(self) -> None:
+        self.install.stop(self.name)
+        self.drop_day1()
+
+    def adapter(self) -> NetBox:
+        return NetBox(connect(self.url, self.token))
+
+    def fresh_db(self, template: str | None = None) -> None:
+        """A fresh clone of the pristine database (or of ``template``) under the running
+        server (its connections are not kept: CONN_MAX_AGE=0), and its cache emptied."""
+        from lab.netbox_server import PRISTINE_DB
+        self.postgres.clone(template or PRISTINE_DB, self.db)
+        ports.flush_redis()
+
+    def seeded(self, fleet) -> NetBox:
+        """NetBox as on day one: a fresh database, bringup's schema, ``fleet`` planned.
+        Seeded once a session (tens of seconds); later a clone of that (under a second)."""
+        day1 = f"{self.db}_day1_{fleet.site.replace('-', '_')}"
+        if day1 in self._day1:
+            self.fresh_db(template=day1)
+            return self.adapter()
+        self.fresh_db()
+        nb = self.adapter()
+        apply_schema(nb, load_schema())
+        seed(nb, fleet, load_skus())
+        self.postgres.clone(self.db, day1)    # nothing holds a connection to it now
+        self._day1.add(day1)
+        return nb
+
+    def drop_day1(self) -> None:
+        for db in self._day1:
+            self.postgres.drop(db)
+        self._day1.clear()
 
 
 @pytest.fixture(scope="session")
-def flow_fleet():
-    return load_fleet(FLEET, nic_counts(load_skus()))
+def scenario_netbox(netbox_install, postgres, netbox_token):
+    """``scenario_netbox(role) -> ScenarioNetBox``, started; every one made is stopped at
+    the end of the session."""
+    made: list[ScenarioNetBox] = []
+
+    def make(role: str) -> ScenarioNetBox:
+        srv = ScenarioNetBox(netbox_install, postgres, role, netbox_token)
+        srv.start()
+        made.append(srv)
+        return srv
+
+    yield make
+    for srv in made:
+        srv.stop()
 
 
 def start_fleet_lab(home: Path, fleet, fleet_path: Path, kube_listen: str, *, netbox_url: str,
@@ -82,86 +163,109 @@ def start_fleet_lab(home: Path, fleet, fleet_path: Path, kube_listen: str, *, ne
     return path, stop
 
 
-@pytest.fixture(scope="session")
-def flow_lab(tmp_path_factory, flow_fleet, netbox_server, prefect_server, lab_paths):
-    """Start the simulators for flow8.yaml under a private home; yield the settings path."""
-    home = tmp_path_factory.mktemp("flowlab")
-    path, stop = start_fleet_lab(home, flow_fleet, FLEET, KUBE_LISTEN, seed_listen=SEED_LISTEN,
-                                 netbox_url=netbox_server.url(58081),
-                                 netbox_token_file=lab_paths.secrets / "netbox-token",
-                                 prefect_api_url=prefect_server.api_url)
-    yield path
-    stop()
-
-
-@pytest.fixture(scope="session")
-def flow_env(flow_lab, prefect_server):
-    """Point bringup and Prefect at the flow lab for this process."""
+@contextmanager
+def lab_env(settings: Path, prefect_api_url: str):
+    """Point bringup and Prefect at one fleet lab for this process, then put back what was."""
     old = {k: os.environ.get(k) for k in ("BRINGUP_CONFIG", "PREFECT_API_URL")}
-    os.environ["BRINGUP_CONFIG"] = str(flow_lab)
-    os.environ["PREFECT_API_URL"] = prefect_server.api_url
-    yield flow_lab
-    for k, v in old.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-
-
-@pytest.fixture(scope="session")
-def seeded(flow_env, flow_fleet, netbox_server, postgres, netbox_url, netbox_token):
-    """A fresh NetBox database with the schema applied and flow8 seeded."""
-    from bringup.netbox.adapter import NetBox, connect
-    from lab.netbox_server import PRISTINE_DB
-    postgres.clone(PRISTINE_DB, "netbox_test")
-    nb = NetBox(connect(netbox_url, netbox_token))
-    nb.apply_schema(load_schema())
-    seed(nb, flow_fleet, load_skus())
-    return nb
-
-
-@pytest.fixture
-def reseeded(flow_env, flow_fleet, postgres, netbox_url, netbox_token):
-    """NetBox as on day one: every node planned again (the simulators keep their state)."""
-    from bringup.netbox.schema import load_schema
-    from bringup.netbox.adapter import NetBox, connect
-    from bringup.sku import load_skus
-    from lab.netbox_server import PRISTINE_DB
-    from lab.seed import seed
-    postgres.clone(PRISTINE_DB, "netbox_test")
-    nb = NetBox(connect(netbox_url, netbox_token))
-    nb.apply_schema(load_schema())
-    seed(nb, flow_fleet, load_skus())
-    return nb
-
-
-# --- the fault suite's fleet (tests/integration/faults) ----------------------------------------
-FAULT_FLEET = REPO / "tests" / "fixtures" / "fleets" / "faults.yaml"
-FAULT_KUBE_LISTEN = "127.0.0.1:56455"
-FAULT_SEED_LISTEN = "127.0.0.1:58093"
-
-
-@pytest.fixture(scope="session")
-def fault_fleet():
-    return load_fleet(FAULT_FLEET, nic_counts(load_skus()))
-
-
-@pytest.fixture(scope="session")
-def fault_lab(tmp_path_factory, fault_fleet, seeded, netbox_server, prefect_server, lab_paths):
-    """Simulators of faults.yaml beside flow8's, its site seeded into the same test NetBox
-    (after flow8, so neither seeding wipes the other); yields the settings path."""
-    seed(seeded, fault_fleet, load_skus())
-    home = tmp_path_factory.mktemp("faultlab")
-    path, stop = start_fleet_lab(home, fault_fleet, FAULT_FLEET, FAULT_KUBE_LISTEN, seed_listen=FAULT_SEED_LISTEN,
-                                 netbox_url=netbox_server.url(58081),
-                                 netbox_token_file=lab_paths.secrets / "netbox-token",
-                                 prefect_api_url=prefect_server.api_url,
-                                 install_wait_s=60)
-    yield path
-    stop()
+    os.environ["BRINGUP_CONFIG"] = str(settings)
+    os.environ["PREFECT_API_URL"] = prefect_api_url
+    try:
+        yield settings
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 @pytest.fixture(scope="session")
 def fleet_lab_starter():
     """:func:`start_fleet_lab`, for test modules that start a fleet of their own."""
     return start_fleet_lab
+
+
+@pytest.fixture(scope="session")
+def lab_env_for():
+    """:func:`lab_env`, for test modules that start a fleet of their own."""
+    return lab_env
+
+
+# --- flow8: the flow tests and most of the fault suite (xdist_group "flow8") -----------------
+@pytest.fixture(scope="session")
+def flow_fleet():
+    return load_fleet(FLEET, nic_counts(load_skus()))
+
+
+@pytest.fixture(scope="session")
+def flow_netbox(scenario_netbox):
+    return scenario_netbox("flow8")
+
+
+@pytest.fixture(scope="session")
+def flow_lab(tmp_path_factory, flow_fleet, flow_netbox, prefect_server, lab_paths):
+    """Start the simulators for flow8.yaml under a private home; yield the settings path."""
+    home = tmp_path_factory.mktemp("flowlab")
+    fleet_ports = ports.FLEETS["flow8"]
+    path, stop = start_fleet_lab(home, flow_fleet, FLEET, fleet_ports.kube_listen,
+                                 seed_listen=fleet_ports.seed_listen, netbox_url=flow_netbox.url,
+                                 netbox_token_file=lab_paths.secrets / "netbox-token",
+                                 prefect_api_url=prefect_server.api_url)
+    yield path
+    stop()
+
+
+@pytest.fixture(scope="module")
+def flow_env(flow_lab, prefect_server):
+    """Point bringup and Prefect at the flow lab for this module."""
+    with lab_env(flow_lab, prefect_server.api_url) as path:
+        yield path
+
+
+@pytest.fixture(scope="module")
+def seeded(flow_env, flow_netbox, flow_fleet) -> NetBox:
+    """This module's flow8 NetBox: a fresh database, the schema applied, flow8 seeded."""
+    return flow_netbox.seeded(flow_fleet)
+
+
+@pytest.fixture
+def reseeded(flow_env, flow_netbox, flow_fleet) -> NetBox:
+    """NetBox as on day one for this test: every node planned again (the simulators keep
+    their state)."""
+    return flow_netbox.seeded(flow_fleet)
+
+
+# --- the fault suite's own fleet (tests/integration/faults/test_fault_fleet.py, "faults") ----
+@pytest.fixture(scope="session")
+def fault_fleet():
+    return load_fleet(FAULT_FLEET, nic_counts(load_skus()))
+
+
+@pytest.fixture(scope="module")
+def fault_netbox(scenario_netbox) -> ScenarioNetBox:
+    """The fault fleet's NetBox server, over a database of its own."""
+    return scenario_netbox("faults")
+
+
+@pytest.fixture(scope="module")
+def fault_seeded(fault_netbox, fault_fleet) -> NetBox:
+    """The fault fleet's NetBox on day one: schema applied, faults.yaml seeded."""
+    return fault_netbox.seeded(fault_fleet)
+
+
+@pytest.fixture(scope="module")
+def fault_lab(tmp_path_factory, fault_fleet, fault_netbox, fault_seeded, prefect_server, lab_paths):
+    """Simulators of faults.yaml, its settings pointing at its own NetBox; yields the
+    settings path (BRINGUP_CONFIG for the module)."""
+    home = tmp_path_factory.mktemp("faultlab")
+    fleet_ports = ports.FLEETS["faults"]
+    path, stop = start_fleet_lab(home, fault_fleet, FAULT_FLEET, fleet_ports.kube_listen,
+                                 seed_listen=fleet_ports.seed_listen, netbox_url=fault_netbox.url,
+                                 netbox_token_file=lab_paths.secrets / "netbox-token",
+                                 prefect_api_url=prefect_server.api_url,
+                                 install_wait_s=60)
+    try:
+        with lab_env(path, prefect_server.api_url):
+            yield path
+    finally:
+        stop()

@@ -1,11 +1,14 @@
 """bringup installs as a wheel and works with no checkout around it: the data folders
 (netbox/, images/, playbooks/, prefect.yaml) ship inside the package and are found
-through bringup.resources."""
+through bringup.resources. The lab is not in the wheel: its commands say so in one line,
+and nothing else needs it (no default settings file of the lab's either)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -17,10 +20,11 @@ REPO = Path(__file__).resolve().parents[2]
 UV = Path(sys.executable).parent / "uv"
 
 
-def run(*argv, cwd=None, timeout=600) -> str:
-    r = subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True, timeout=timeout)
-    assert r.returncode == 0, f"{argv}: rc {r.returncode}\n{(r.stdout + r.stderr)[-3000:]}"
-    return r.stdout
+def run(*argv, cwd=None, timeout=600, rc=0, env=None) -> str:
+    r = subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                       env=env, check=False)
+    assert r.returncode == rc, f"{argv}: rc {r.returncode}\n{(r.stdout + r.stderr)[-3000:]}"
+    return r.stdout if rc == 0 else r.stdout + r.stderr
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +54,24 @@ def test_the_wheel_runs_from_a_folder_without_a_checkout(installed):
                 cwd=installed).split()
     assert all(str(installed / "venv") in w for w in where), where
     assert not any(str(REPO) in w for w in where)
+
+
+def test_the_wheel_holds_no_lab_and_its_commands_say_so(installed):
+    wheel = next((installed / "dist").glob("bringup-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert not [n for n in names if n.startswith("lab/")], [n for n in names if n.startswith("lab/")][:5]
+    assert any(n.startswith("bringup_cli/") for n in names) and any(n.startswith("flows/") for n in names)
+    bringup = installed / "venv" / "bin" / "bringup"
+    assert "up" in run(bringup, "lab", "--help", cwd=installed)      # listed, so the operator sees why
+    out = run(bringup, "lab", "status", cwd=installed, rc=2)
+    assert out.strip() == "error: the lab is not installed: run from a checkout"
+    assert "Traceback" not in out
+
+
+def test_without_config_the_wheel_asks_for_one(installed):
+    env = {k: v for k, v in os.environ.items() if k not in ("BRINGUP_CONFIG", "BRINGUP_LAB_HOME")}
+    out = run(installed / "venv" / "bin" / "bringup", "netbox", "apply", "--dry-run", cwd=installed, rc=2, env=env)
+    assert "no settings file given" in out and "BRINGUP_CONFIG" in out and "Traceback" not in out
 
 
 def test_a_schema_dry_run_from_the_wheel(installed, netbox, netbox_url, lab_paths):

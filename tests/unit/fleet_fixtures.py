@@ -9,11 +9,11 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bringup.netbox.evidence import EvidenceStore
+from bringup.acceptance.judge_step import verdict_of
 from bringup.insight.fleetdata import JournalEntry, NodeHistory, StageChange
 from bringup.netbox.adapter import NodeRecord
+from bringup.netbox.evidence import EvidenceStore
 from bringup.sku import load_skus
-from bringup.acceptance.judge_step import verdict_of
 
 H100 = "hgx-h100-80gb"
 T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bringup.netbox import lease as leases
 from bringup.errors import PreconditionFailed
-from bringup.netbox.evidence import EvidenceStore, Ref
 from bringup.lifecycle.results import NodeReport
+from bringup.netbox import lease as leases
+from bringup.netbox.evidence import EvidenceStore, Ref
 
 
 @dataclass

@@ -33,7 +33,7 @@ def test_poll_deadline_bounds_the_whole_wait_and_asks_at_the_deadline():
 
     def ask():
         calls.append(c.now)
-        return None
+        return
 
     with pytest.raises(Timeout, match="sshd: no answer in 10 s"):
         poll(ask, timeout=10, what="sshd", backoff=Backoff(first=4, factor=1), sleep=c.sleep, clock=c)

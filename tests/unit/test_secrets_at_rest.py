@@ -11,8 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from bringup.remote import ansible
 from bringup.errors import ControllerFault, SecretFileError
+from bringup.remote import ansible
+from bringup.remote.access import SshAccess
 from bringup.settings import Settings
 
 
@@ -87,7 +88,7 @@ def test_run_playbook_puts_extravars_in_the_private_folder_not_the_system_temp(t
     monkeypatch.setattr(ansible_runner, "run", fake_run)
     (tmp_path / "id").write_text("key")
     (tmp_path / "kh").write_text("")
-    access = ansible.SshAccess("root", tmp_path / "id", tmp_path / "kh")
+    access = SshAccess("root", tmp_path / "id", tmp_path / "kh")
     ansible.run_playbook("pin.yml", {"a": {"address": "127.0.0.1"}}, {"join_token": "x"}, access)
     pdd = Path(seen["private_data_dir"])
     assert pdd.is_relative_to(tmp_path / "state" / "runner")

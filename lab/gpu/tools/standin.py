@@ -176,7 +176,14 @@ def all_reduce_perf(p: dict, argv: list) -> int:
         s = s * factor if factor > 1 else s + 1
     total_bw = 0.0
     oob = 0
-    for s in sizes:
+    dies, cut = p.get("nccl_dies_after"), p.get("nccl_cut_after")
+    for n, s in enumerate(sizes):
+        if dies is not None and n >= int(dies):
+            return _nccl_dies(p, out, w)
+        if cut is not None and n >= int(cut):
+            # the output stops mid-sweep and the tool still exits 0 (a log cut by a full disk,
+            # a pipe closed early): no summary lines
+            return _nccl_print(p, out, w, 0)
         busbw = peak * s / (s + (64 << 20))
         cols = []
         for place in (0, 1):
@@ -193,6 +200,10 @@ def all_reduce_perf(p: dict, argv: list) -> int:
     out.append(f"# Out of bounds values : {oob} {'OK' if oob == 0 else 'FAILED'}")
     out.append(f"# Avg bus bandwidth    : {total_bw / max(1, len(sizes)):.4g} ")
     out += ["#", "# Collective test concluded: all_reduce_perf", ""]
+    return _nccl_print(p, out, w, 0)
+
+
+def _nccl_print(p: dict, out: list, w, rc: int) -> int:
     time.sleep(float(p.get("tool_seconds", 0.2)))
     if w is None:
         print("\n".join(out))
@@ -201,7 +212,17 @@ def all_reduce_perf(p: dict, argv: list) -> int:
         # tagged ([1,0]<stdout>:): one big write cut mid-line breaks a table row in two
         for line in out:
             print(line, flush=True)
-    return 0
+    return rc
+
+
+def _nccl_dies(p: dict, out: list, w) -> int:
+    """A collective that fails mid-sweep, as nccl-tests reports it (nccl-tests #322): the
+    failing call's line, then its caller's, and exit 3 (testNcclError); under a real mpirun
+    the launcher then reports the rank's non-zero exit itself."""
+    host, pid = p["node"], os.getpid()
+    failure = f"{host}: Test NCCL failure common.cu:1204 'unhandled cuda error (run with NCCL_DEBUG=INFO for details) / '"
+    out += [failure, f" .. {host} pid {pid}: Test failure common.cu:915"]
+    return _nccl_print(p, out, w, 3)
 
 
 # --- gpu_burn ----------------------------------------------------------------------------

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from bringup.acceptance.judge import Verdict, judge
 from bringup.acceptance.plan import make_plan, manifest_versions
 from bringup.acceptance.result import BurnInResult, parse_result
 from bringup.acceptance.thresholds import SkuThresholds, thresholds_for
-from bringup.acceptance.judge import Verdict, judge
 from bringup.sku import load_skus
 from bringup.yamlio import load_file
 from lab.bmcsim.hardware import gpu_serial, present_gpus
@@ -129,6 +129,10 @@ FAULTS = [
     ("power_brake", [{"kind": "power_brake", "gpu": 1}], "power_brake", "PSU"),
     ("low_busbw", [{"kind": "low_busbw", "value": 310.0}], "busbw_low", "below 460"),
     ("nccl_wrong", [{"kind": "nccl_wrong", "value": 5}], "nccl_wrong", "5 wrong values"),
+    # all_reduce_perf dies after two rows with "Test NCCL failure" and exit 3; or its output
+    # stops after three rows with no summary and exit 0: never a pass (issue #26)
+    ("nccl_dies", [{"kind": "nccl_dies", "value": 2}], "nccl_failed", "Test NCCL failure common.cu:1204"),
+    ("nccl_cut", [{"kind": "nccl_cut", "value": 3}], "nccl_incomplete", "cut before its summary"),
     ("dcgm_fail", [{"kind": "dcgm_fail", "test": "memory", "gpu": 2}], "dcgm_failed", "memory"),
     ("dcgm_skip", [{"kind": "dcgm_skip"}], "dcgm_not_run", "skip"),
     ("gpuburn_faulty", [{"kind": "gpuburn_faulty", "gpu": 4}], "gpuburn_faulty", "RMA GPU 4"),

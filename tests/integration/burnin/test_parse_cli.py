@@ -53,6 +53,18 @@ def test_human_output_without_json():
     assert p.returncode == 0 and "not ok" in p.stdout and "Out of bounds values: 2 FAILED" in p.stdout
 
 
+@pytest.mark.parametrize("tool,path,check", [
+    ("nccl", "nccl-tests/issue219-failure-before-rows-mpirun.txt", "nccl_failed"),
+    ("nccl", "nccl-tests/nccl1039-aborted-rows-no-summary.txt", "nccl_incomplete"),
+    ("ibstat", "ibstat/azhpc-images213-ibpanic-only.txt", "ib_no_device"),
+])
+def test_a_failed_or_cut_run_is_understood_exit_0_not_ok(tool, path, check):
+    p = bringup("parse", tool, str(FIX / path), "--json")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["ok"] is False and check in [f["check"] for f in doc["findings"]]
+
+
 @pytest.mark.parametrize("args,needle", [
     (("nccl", str(FIX / "nccl-tests" / "issue131-info-interleaved.txt")), "no bandwidth table rows"),
     (("ibstat", "/nonexistent/ibstat.txt"), "cannot read /nonexistent/ibstat.txt"),

@@ -4,17 +4,18 @@ own, the nodes' tool stand-ins, and the real OpenMPI ``mpirun`` launched on a no
 from __future__ import annotations
 
 import getpass
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+import ports
 import pytest
 
-from bringup.remote.ansible import SshAccess
-from bringup.fabric.mpirun import FabricSsh, NodeSsh, Target
+from bringup.fabric.mpirun import NodeSsh
 from bringup.fabric.runner import GroupNode
 from bringup.provision.image import load_manifest
+from bringup.remote.access import SshAccess, Target
+from bringup.remote.ssh import Ssh
 from bringup.sku import load_skus, nic_counts
 from lab.fleet import FleetProfile, loads_fleet
 from lab.nodes.install import preinstall
@@ -37,7 +38,7 @@ class FabricLab:
     home: Path
     fleet: FleetProfile
     access: SshAccess
-    fs: FabricSsh
+    fs: Ssh
     node_ssh: NodeSsh
 
     def group_node(self, name: str) -> GroupNode:
@@ -48,7 +49,7 @@ class FabricLab:
 def make_fabric_lab(tmp: Path, second_octet: int) -> FabricLab:
     if not shutil.which("mpirun"):
         pytest.fail("OpenMPI's mpirun is missing: apt-get install -y openmpi-bin (scripts/bootstrap)")
-    third = os.getpid() % 200 + 20
+    third = ports.third_octet()  # one per xdist worker (tests/ports.py)
     lines = ["site: t", "pools: {p: {}}", "nodes:"]
     for i, (name, faults) in enumerate(NODES, 1):
         lines.append(f"  - {{name: {name}, rack: r1, sku: hgx-h100-80gb, pool: p, "
@@ -60,11 +61,12 @@ def make_fabric_lab(tmp: Path, second_octet: int) -> FabricLab:
     manifest = load_manifest("ubuntu-2404-cuda128")
     for n in fleet.nodes:  # as bringup installs them: a seed with a fresh host key, pinned in known_hosts
         preinstall(n, home, manifest)
-    access = SshAccess(getpass.getuser(), home / "secrets" / "id_ed25519", known_hosts_path(home))
+    access = SshAccess(getpass.getuser(), home / "secrets" / "id_ed25519", known_hosts_path(home),
+                       port=fleet.nodes[0].ssh_port)
     # the nodes share this machine: the key and known_hosts OpenMPI's ssh uses on the
     # launching node are the lab's own files
     node_ssh = NodeSsh(str(access.key_file), str(access.known_hosts), port=fleet.nodes[0].ssh_port)
-    return FabricLab(home, fleet, access, FabricSsh(access), node_ssh)
+    return FabricLab(home, fleet, access, Ssh(access), node_ssh)
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,7 @@ def test_a_client_without_a_server_is_unknown_never_a_pass(fabric_lab):
     from bringup.fabric.mpirun import ib_write_bw_argv
     ok2 = fabric_lab.fleet.node("ok2")
     out = fabric_lab.fs.run(fabric_lab.group_node("ok1").target, ib_write_bw_argv("mlx5_0", server=ok2.address,
-                                                                                   port=18999), 30)
+                                                                                   port=18999), timeout=30)
     assert out.rc == 1 and f"Couldn't connect to {ok2.address}:18999" in out.stdout
     assert judge_rail("mlx5_0", None, TH).outcome == "unknown"
 
@@ -60,9 +60,9 @@ def test_a_nic_on_the_wrong_numa_node_shows_in_topo_and_sysfs(fabric_lab):
     from bringup.fabric.topomatrix import parse_topo_matrix
     slow, ok = fabric_lab.group_node("slow"), fabric_lab.group_node("ok1")
     numa = ["sh", "-c", 'cat "${BURNIN_SYSFS_ROOT:-}"/sys/class/infiniband/mlx5_4/device/numa_node']
-    assert fabric_lab.fs.run(slow.target, numa, 30).stdout.split() == ["1"]
-    assert fabric_lab.fs.run(ok.target, numa, 30).stdout.split() == ["0"]
-    moved = parse_topo_matrix(fabric_lab.fs.run(slow.target, ["nvidia-smi", "topo", "-m"], 30).stdout)
-    healthy = parse_topo_matrix(fabric_lab.fs.run(ok.target, ["nvidia-smi", "topo", "-m"], 30).stdout)
+    assert fabric_lab.fs.run(slow.target, numa, timeout=30).stdout.split() == ["1"]
+    assert fabric_lab.fs.run(ok.target, numa, timeout=30).stdout.split() == ["0"]
+    moved = parse_topo_matrix(fabric_lab.fs.run(slow.target, ["nvidia-smi", "topo", "-m"], timeout=30).stdout)
+    healthy = parse_topo_matrix(fabric_lab.fs.run(ok.target, ["nvidia-smi", "topo", "-m"], timeout=30).stdout)
     assert moved.gpu(2).link("mlx5_4") == "SYS" and healthy.gpu(2).link("mlx5_4") == "PXB"
     assert [n.name for n in moved.nics] == [p.nic for p in SKUS["hgx-h100-80gb"].gpu_nic_map.pairs]

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("flow8")]
 
-#: healthy nodes (tests/fixtures/fleets/flow8.yaml) used for the wrong password; the
-#: flow tests commission them afterwards, so they are left planned (held), not failed
+#: healthy nodes (tests/fixtures/fleets/flow8.yaml) used for the wrong password: left
+#: planned (held), not failed
 PASSWORD_NODES = ["ft-r02-n02", "ft-r02-n04"]
 #: reaches the configure step (its fault, driver drift, is only found by Ansible)
 KEY_NODE = "ft-r02-n03"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("flow8")]
 
 NODE = "ft-r02-n02"          # healthy in flow8.yaml
 PARTNER = "ft-r02-n01"       # healthy, its pool's fabric partner in the rerun
@@ -20,16 +20,9 @@ FILE = "/var/lib/bringup/burnin/result.json"
 
 
 @pytest.fixture
-def fresh(seeded, postgres, flow_fleet):
-    """The flow tests' NetBox, given back to them as ``seeded`` left it."""
-    yield seeded
-    from bringup.netbox.schema import load_schema
-    from bringup.sku import load_skus
-    from lab.netbox_server import PRISTINE_DB
-    from lab.seed import seed
-    postgres.clone(PRISTINE_DB, "netbox_test")
-    seeded.apply_schema(load_schema())
-    seed(seeded, flow_fleet, load_skus())
+def fresh(seeded):
+    """This module's flow8 NetBox, as on day one (``seeded``: a database of its own)."""
+    return seeded
 
 
 def _commission(*nodes):
@@ -43,6 +36,8 @@ def _burnin_entries(nb, rec):
     return [e for e in nb.journal_entries(rec.id) if "kind=burnin " in e["comments"]]
 
 
+# more than 120 s (3-7 minutes): the node installed and burned in, then burned in again
+# beside its fabric partner (installed too) through the pool's fabric test to admission
 def test_a_cut_result_document_quarantines_naming_the_file_and_a_rerun_burns_in_again(
         fresh, flow_env, prefect_server, monkeypatch):
     from bringup.provision import ansible_steps

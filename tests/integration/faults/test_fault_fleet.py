@@ -16,7 +16,8 @@ import yaml
 
 # the module's run (its fixture) counts against its first test: give it the bound that
 # test_the_run_ends_bounded asserts, plus slack, instead of the suite's 600 s per test
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1200),
+              pytest.mark.xdist_group("faults")]
 
 ADMITTED = {"fs-r1-ok", "fs-r1-slowbmc"}
 #: node -> (states it may end in, words one of which its NetBox reason must contain)
@@ -35,7 +36,7 @@ BURNED_IN = {"fs-r1-ok", "fs-r1-slowbmc", "fs-r4-toolhang", "fs-r5-garbage", "fs
 
 
 @pytest.fixture(scope="module")
-def fault_run(fault_lab, flow_env, seeded):
+def fault_run(fault_lab, fault_seeded):
     from flows import runtime
     from flows.commission import commission
     from flows.walk import RunFailed
@@ -48,7 +49,7 @@ def fault_run(fault_lab, flow_env, seeded):
     except RunFailed as exc:  # an error on the controller's side is reported loudly
         rows, error = None, exc
     took = time.monotonic() - t
-    nodes = {n.name: n for n in seeded.nodes(site="fault-test")}
+    nodes = {n.name: n for n in fault_seeded.nodes(site="fault-test")}
     return {"rows": rows, "error": error, "took": took, "nodes": nodes}
 
 
@@ -75,7 +76,7 @@ def test_each_fault_leaves_a_reason_that_says_what_failed(fault_run, node):
         assert rec.status == "failed"
 
 
-def test_no_result_produced_is_lost(fault_run, seeded):
+def test_no_result_produced_is_lost(fault_run):
     for node in BURNED_IN:
         rec = fault_run["nodes"][node]
         docs = (rec.custom_fields.get("bringup_evidence") or {}).get("docs") or {}

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("flow8")]
 
 REPO = Path(__file__).resolve().parents[3]
 FLEET = REPO / "tests" / "fixtures" / "fleets" / "flow8.yaml"   # the flow lab's fleet
@@ -139,6 +139,8 @@ for name in nodes:
 """
 
 
+# more than 120 s (3-5 minutes): a node and its fabric partner walked from day one to
+# validating (install, burn-in, the pool's fabric test), then the join retried while down
 def test_the_api_down_at_admission_holds_the_node_in_validating_and_fails_the_run(
         seeded, flow_env, prefect_server, kubeapi):
     import os

@@ -3,8 +3,8 @@ bounded time, the finished burn-in is spooled on the controller's disk (the node
 not failed), the fleet table is still published, and the rerun, once NetBox is back,
 records the spooled burn-in instead of burning in again.
 
-This module runs its OWN NetBox (``netbox-faults``: port 58082, database netbox_faults,
-Redis db 6) so killing it leaves the other tests' NetBox alone.
+This module runs its OWN NetBox (tests/ports.py role ``outage``: ``netbox-outage`` on its
+own port and database) so killing it leaves the other tests' NetBox alone.
 """
 
 from __future__ import annotations
@@ -16,52 +16,39 @@ import time
 import pytest
 import yaml
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("flow8")]
 
-FAULTS_PORT = 58082
-FAULTS_DB = "netbox_faults"
-FAULTS_REDIS_DB = 6
 NODE = "ft-r01-n01"          # healthy in flow8.yaml
 OUTAGE_S = 10                # how long the records layer rides out the outage before spooling
 
 
 @pytest.fixture(scope="module")
-def faults_netbox(netbox_server, postgres, lab_paths, flow_fleet):
+def faults_netbox(scenario_netbox, flow_fleet):
     """A NetBox of this module over a fresh clone of the pristine database, seeded with flow8."""
-    from bringup.netbox.schema import load_schema
-    from bringup.netbox.adapter import NetBox, connect
-    from bringup.sku import load_skus
-    from lab.netbox_server import PRISTINE_DB
-    from lab.seed import seed
-    postgres.clone(PRISTINE_DB, FAULTS_DB)
-    start = {"name": "netbox-faults", "port": FAULTS_PORT, "db": FAULTS_DB, "redis_db": FAULTS_REDIS_DB,
-             "workers": 2}
-    netbox_server.start(**start)
-    nb = NetBox(connect(netbox_server.url(FAULTS_PORT), (lab_paths.secrets / "netbox-token").read_text().strip()))
-    nb.apply_schema(load_schema())
-    seed(nb, flow_fleet, load_skus())
-    yield netbox_server, start, nb
-    netbox_server.stop("netbox-faults")
+    srv = scenario_netbox("outage")
+    nb = srv.seeded(flow_fleet)
+    yield srv, nb
+    srv.stop()
 
 
 @pytest.fixture
 def faults_config(flow_lab, faults_netbox, tmp_path):
     """A copy of the flow lab's settings pointed at this module's NetBox, with its own spool."""
-    srv, _, _ = faults_netbox
+    srv, _ = faults_netbox
     settings = yaml.safe_load(flow_lab.read_text())
-    settings.update({"netbox_url": srv.url(FAULTS_PORT), "spool_dir": str(tmp_path / "spool"),
+    settings.update({"netbox_url": srv.url, "spool_dir": str(tmp_path / "spool"),
                      "netbox_outage_s": OUTAGE_S})
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(settings))
     return path
 
 
-def _kill_netbox(lab_paths) -> None:
+def _kill_netbox(srv, lab_paths) -> None:
     from lab import procs
-    pid = procs.pid_of(lab_paths.run, "netbox-faults")
-    assert pid, "netbox-faults is not running"
+    pid = procs.pid_of(lab_paths.run, srv.name)
+    assert pid, f"{srv.name} is not running"
     os.killpg(pid, signal.SIGKILL)   # gunicorn and its workers at once, no goodbye
-    procs.wait_until(lambda: not procs.port_open("127.0.0.1", FAULTS_PORT), timeout=30, what="NetBox to die")
+    procs.wait_until(lambda: not procs.port_open("127.0.0.1", srv.port), timeout=30, what="NetBox to die")
 
 
 def _fleet_artifact(key: str):
@@ -81,19 +68,21 @@ def _commission(config):
     return commission(nodes=[NODE], config=str(config), batches=None)
 
 
+# more than 120 s (3-5 minutes): one node installed and burned in, the records layer's
+# outage budget ridden out, then a rerun that judges it from the spool
 def test_netbox_killed_mid_burn_in_loses_nothing_and_the_rerun_does_not_burn_in_again(
         faults_netbox, faults_config, flow_env, prefect_server, lab_paths, monkeypatch, tmp_path):
     from bringup import pipeline as stages
     from bringup.netbox.spool import Spool
     from flows.artifacts import _key
-    srv, start, nb = faults_netbox
+    srv, nb = faults_netbox
     real_burn_in = stages.STEPS["burn_in"]
     burn_ins = []
 
     def burn_in_then_netbox_dies(ctx, rec, params):
         result = real_burn_in(ctx, rec, params)
         burn_ins.append(rec.name)
-        _kill_netbox(lab_paths)       # the burn-in finished; NetBox is gone before it is recorded
+        _kill_netbox(srv, lab_paths)       # the burn-in finished; NetBox is gone before it is recorded
         return result
 
     monkeypatch.setitem(stages.STEPS, "burn_in", burn_in_then_netbox_dies)
@@ -111,7 +100,7 @@ def test_netbox_killed_mid_burn_in_loses_nothing_and_the_rerun_does_not_burn_in_
     assert fleet is not None and NODE in str(fleet.data)   # published with what the run knew
 
     # NetBox is back: nothing was admitted meanwhile, and the rerun records the burn-in
-    srv.start(**start)
+    srv.start()
     rec = nb.nodes(names=[NODE])[0]
     assert rec.stage == "provisioned", rec.stage
     monkeypatch.setitem(stages.STEPS, "burn_in", lambda ctx, rec, params: pytest.fail("burned in again"))

@@ -33,6 +33,8 @@ def _state(client, run_id):
     return client.read_flow_run(run_id).state
 
 
+# more than 120 s on a loaded machine: a heartbeat (30 s) before the kill, then up to the
+# automation's window (90 s) plus its evaluation until the server marks the run Crashed
 def test_a_killed_flow_run_turns_crashed(prefect_server, tmp_path):
     from prefect.client.orchestration import get_client
 

@@ -3,6 +3,11 @@
 flow8.yaml has four healthy nodes and one fault for each stage that can catch one (the
 slow node: the train pool's fabric test); every faulty node must end quarantined with
 its reason, and only the healthy ones may join Kubernetes.
+
+The module's scenario runs once, from a NetBox of the module's own on day one: a worker
+killed after three nodes' burn-in and a second one judging them (``second_worker``), then
+a commission killed mid-run and its rerun (``commissioned``); each test reads back what
+the fixture it names left.
 """
 
 from __future__ import annotations
@@ -12,10 +17,11 @@ import signal
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("flow8")]
 
 HEALTHY = {"ft-r01-n01", "ft-r01-n05", "ft-r02-n01", "ft-r02-n02"}
 #: node -> words its quarantine reason must contain
@@ -61,66 +67,89 @@ with ThreadPoolExecutor(2) as pool:
     list(pool.map(burn, {nodes!r}))
 os.kill(os.getpid(), signal.SIGKILL)
 """
+#: healthy; low busbw; n01's fabric partner
+WALKED = ["ft-r01-n01", "ft-r01-n04", "ft-r01-n05"]
 
 
 def _kinds(nb, rec, marker):
     return [e for e in nb.journal_entries(rec.id) if marker in e["comments"]]
 
 
-def test_killed_after_burn_in_another_worker_judges_from_netbox_without_burning_in_again(
-        reseeded, seeded, flow_env, prefect_server, tmp_path):
-    # NetBox as on day one (the fault suite runs before this file and walks these nodes
-    # too); this file's later tests build on the state its first two leave
-    nodes = ["ft-r01-n01", "ft-r01-n04", "ft-r01-n05"]   # healthy; low busbw; n01's fabric partner
+@pytest.fixture(scope="module")
+def second_worker(seeded, flow_env, prefect_server, tmp_path_factory):
+    """The module's scenario, part one, from day one (``seeded``): a worker walks three nodes
+    through their burn-in and is killed before judging them; a second worker (another
+    process, HOME and temp folder: nothing local survives from the first) runs the real
+    commission flow for them. What the test checks is read back here, at that point."""
     env = {**os.environ, "BRINGUP_CONFIG": str(flow_env), "PREFECT_API_URL": prefect_server.api_url}
-    first = subprocess.run([sys.executable, "-c", _BURN_AND_DIE.format(nodes=nodes)], env=env,
-                           capture_output=True, text=True, timeout=600)
-    assert first.returncode == -signal.SIGKILL, first.stderr[-2000:]
-    recs = {n: r for n, r in _stages(seeded).items() if n in nodes}
-    assert {r.stage for r in recs.values()} == {"burned_in"}
-    assert all(len(_kinds(seeded, r, "kind=burnin ")) == 1 for r in recs.values())
-    # the second worker: another process, another HOME and temp folder (nothing local
-    # survives from the first), the real commission flow
-    home = tmp_path / "worker2"
-    home.mkdir()
+    first = subprocess.run([sys.executable, "-c", _BURN_AND_DIE.format(nodes=WALKED)], env=env,
+                           capture_output=True, text=True, timeout=600, check=False)
+    burned = {n: r for n, r in _stages(seeded).items() if n in WALKED}
+    burnins = {n: len(_kinds(seeded, r, "kind=burnin ")) for n, r in burned.items()}
+    home = tmp_path_factory.mktemp("worker2")
     env2 = {**env, "HOME": str(home), "TMPDIR": str(home)}
-    second = subprocess.run([sys.executable, "-c", "from flows.commission import commission; "
-                             f"commission(nodes={nodes!r})"], env=env2, capture_output=True, text=True,
-                            timeout=600)
-    assert second.returncode == 0, second.stderr[-3000:]
+    second = subprocess.run([sys.executable, "-c", ("from flows.commission import commission; "
+                                                    f"commission(nodes={WALKED!r})")],
+                            env=env2, capture_output=True, text=True, timeout=600, check=False)
     after = _stages(seeded)
+    documents = {n: (len(_kinds(seeded, after[n], "kind=burnin ")), len(_kinds(seeded, after[n], "kind=verdict ")))
+                 for n in WALKED}
+    verdicts = None
+    if second.returncode == 0:
+        from bringup.acceptance.judge_step import verdict_of
+        from bringup.context import Context
+        ctx = Context.from_settings(flow_env)
+        rec = ctx.node("ft-r01-n04")
+        stored = ctx.evidence.get(rec.name, rec.custom_fields, "burnin")
+        verdicts = (ctx.evidence.get(rec.name, rec.custom_fields, "verdict")["status"],
+                    verdict_of(rec.name, rec, stored)["status"])
+    return SimpleNamespace(first=first, burned=burned, burnins=burnins, second=second, after=after,
+                           documents=documents, verdicts=verdicts)
+
+
+def test_killed_after_burn_in_another_worker_judges_from_netbox_without_burning_in_again(second_worker):
+    w = second_worker
+    assert w.first.returncode == -signal.SIGKILL, w.first.stderr[-2000:]
+    assert {r.stage for r in w.burned.values()} == {"burned_in"}
+    assert all(n == 1 for n in w.burnins.values()), w.burnins
+    assert w.second.returncode == 0, w.second.stderr[-3000:]
+    after = w.after
     for name in ("ft-r01-n01", "ft-r01-n05"):
         healthy = after[name]
         assert healthy.stage == "active" and healthy.custom_fields["burnin_status"] == "pass", \
-            (name, healthy.stage, healthy.custom_fields.get("bringup_reason"), second.stderr[-2000:])
+            (name, healthy.stage, healthy.custom_fields.get("bringup_reason"), w.second.stderr[-2000:])
     assert after["ft-r01-n04"].stage == "quarantined"
     assert "busbw" in after["ft-r01-n04"].custom_fields["bringup_reason"]
     # judged from the stored document: no second burn-in document, one verdict each
-    for n in nodes:
-        assert len(_kinds(seeded, after[n], "kind=burnin ")) == 1, n
-        assert len(_kinds(seeded, after[n], "kind=verdict ")) == 1, n
+    for n in WALKED:
+        assert w.documents[n] == (1, 1), (n, w.documents[n])
     # the verdict equals what the judge gives for the stored document
-    from bringup.context import Context
-    from bringup.acceptance.judge_step import verdict_of
-    ctx = Context.from_settings(flow_env)
-    rec = ctx.node("ft-r01-n04")
-    stored = ctx.evidence.get(rec.name, rec.custom_fields, "burnin")
-    assert ctx.evidence.get(rec.name, rec.custom_fields, "verdict")["status"] == verdict_of(rec.name, rec, stored)["status"] == "fail"
+    stored_verdict, judged = w.verdicts
+    assert stored_verdict == judged == "fail"
 
 
-def test_crash_mid_run_then_rerun_loses_nothing(seeded, flow_env, prefect_server):
+@pytest.fixture(scope="module")
+def commissioned(second_worker, seeded, flow_env, prefect_server):
+    """The module's scenario, part two, after ``second_worker``: a commission of the whole
+    site in another process, killed once another node is provisioned, then a rerun in
+    this one. Its tests read back what that left: the rerun's rows and flow run, NetBox
+    before and after. (Minutes: the other seven nodes' installs and burn-ins, twice
+    begun.)"""
     # start a commission in another process and kill it once a node is provisioned
     env = {**os.environ, "BRINGUP_CONFIG": str(flow_env), "PREFECT_API_URL": prefect_server.api_url}
     proc = subprocess.Popen([sys.executable, "-c", ("from flows.commission import commission; "
                                                     "commission(site='flow-test')")], env=env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
+    ended_early = False
     try:
         while time.monotonic() < deadline:
-            if any(n.stage in ("provisioned", "burned_in") and n.name not in ("ft-r01-n01", "ft-r01-n04", "ft-r01-n05")
+            if any(n.stage in ("provisioned", "burned_in") and n.name not in WALKED
                    for n in _stages(seeded).values()):
                 break
-            assert proc.poll() is None, "the commission finished before it could be interrupted"
+            if proc.poll() is not None:
+                ended_early = True
+                break
             time.sleep(1)
         else:
             pytest.fail("no node got provisioned within 300 s")
@@ -128,10 +157,20 @@ def test_crash_mid_run_then_rerun_loses_nothing(seeded, flow_env, prefect_server
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     before = _stages(seeded)
+    from flows import runtime
+    from flows.commission import commission
+    runtime.forget()
+    state = commission(site="flow-test", return_state=True)
+    return SimpleNamespace(ended_early=ended_early, before=before, rows=state.result(),
+                           run=str(state.state_details.flow_run_id))
+
+
+def test_crash_mid_run_then_rerun_loses_nothing(commissioned, seeded):
+    assert not commissioned.ended_early, "the commission finished before it could be interrupted"
+    before = commissioned.before
     assert not all(n.stage in ("active", "quarantined") for n in before.values())
 
-    rows = _run_commission()
-    verdicts = {r["node"]: r for r in rows}
+    verdicts = {r["node"]: r for r in commissioned.rows}
     after = _stages(seeded)
     assert {n for n, r in verdicts.items() if r["verdict"] == "admitted"} == HEALTHY
     for node, words in FAULTY.items():
@@ -155,7 +194,7 @@ def test_crash_mid_run_then_rerun_loses_nothing(seeded, flow_env, prefect_server
             assert len(installs) == 1, (name, installs)
 
 
-def test_rerun_is_a_no_op(seeded, flow_env):
+def test_rerun_is_a_no_op(commissioned, seeded, flow_env):
     before = {n: (r.stage, r.status, len(seeded.journal_entries(r.id))) for n, r in _stages(seeded).items()}
     t = time.monotonic()
     rows = _run_commission()
@@ -166,7 +205,7 @@ def test_rerun_is_a_no_op(seeded, flow_env):
     assert took < 120  # loose: it only reads NetBox and the cluster
 
 
-def test_quarantined_nodes_never_joined_and_admitted_are_schedulable(seeded, flow_env):
+def test_quarantined_nodes_never_joined_and_admitted_are_schedulable(commissioned, flow_env):
     from bringup.kube import KubeAdapter
     from bringup.settings import load_settings
     kube = KubeAdapter.from_kubeconfig(load_settings().kubeconfig)
@@ -177,18 +216,18 @@ def test_quarantined_nodes_never_joined_and_admitted_are_schedulable(seeded, flo
         assert not kube.node_state(node).exists
 
 
-def test_runs_publish_a_fleet_table_and_node_summaries(seeded, flow_env):
+def test_runs_publish_a_fleet_table_and_node_summaries(commissioned, flow_env):
     import json
 
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
     from prefect.client.schemas.sorting import ArtifactSort
 
-    # newest first by creation time: the server's default order is by id, which is not
-    # the order runs were made in (earlier tests publish smaller tables under this key)
+    # the rerun's (the module's scenario): other runs publish under the same keys
     def newest(key):
-        return client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])),
-                                     sort=ArtifactSort.CREATED_DESC, limit=1)
+        return client.read_artifacts(artifact_filter=ArtifactFilter(
+            key=ArtifactFilterKey(any_=[key]), flow_run_id=ArtifactFilterFlowRunId(any_=[commissioned.run])),
+            sort=ArtifactSort.CREATED_DESC, limit=1)
 
     with get_client(sync_client=True) as client:
         table = newest("commission-fleet")
@@ -202,23 +241,22 @@ def test_runs_publish_a_fleet_table_and_node_summaries(seeded, flow_env):
     assert by_node["ft-r01-n01"]["netbox"].startswith("http://")
     assert node and "# ft-r01-n04: quarantined" in node[0].data
     # the run links the site's fleet report, written where the run could write
+    import re
     from pathlib import Path
     from urllib.parse import urlparse
+
     # Prefect keeps a link artifact as markdown, "[text](url)"
-    import re
     found = re.search(r"\((file://[^)\s]+)\)", (link[0].data or "") if link else "")
     assert found, link
     page = Path(urlparse(found.group(1)).path)
     assert page.name == "index.html" and "ft-r01-n04" in page.read_text()
 
 
-def test_fleet_data_and_the_ledger_read_these_runs_back_from_netbox(seeded, flow_env):
+def test_fleet_data_and_the_ledger_read_these_runs_back_from_netbox(commissioned, seeded, flow_env):
     # the real NetBox: journal entries hold the evidence, the change log times the stages
     import pandas as pd
 
-    from bringup.insight import fleetdata
-
-    from bringup.insight import ledger
+    from bringup.insight import fleetdata, ledger
     data = fleetdata.load(seeded, site="flow-test")
     assert set(data.nodes["node"]) == HEALTHY | set(FAULTY)
     assert data.findings.empty, data.findings.to_dict("records")
@@ -241,14 +279,14 @@ def test_fleet_data_and_the_ledger_read_these_runs_back_from_netbox(seeded, flow
     assert pools.loc["all", "cost_per_accepted_usd"] == pytest.approx(pools.loc["all", "total_cost_usd"] / len(HEALTHY))
 
 
-def test_report_cost_and_metrics_commands_read_this_fleet_from_netbox(seeded, flow_env, tmp_path):
+def test_report_cost_and_metrics_commands_read_this_fleet_from_netbox(commissioned, flow_env, tmp_path):
     # the CLI as an operator runs it, against the real NetBox the runs above wrote
     env = {**os.environ, "BRINGUP_CONFIG": str(flow_env), "COLUMNS": "200"}
     from pathlib import Path
     cli = [str(Path(sys.executable).parent / "bringup")]
 
     def run(*args):
-        p = subprocess.run([*cli, *args], env=env, capture_output=True, text=True, timeout=300)
+        p = subprocess.run([*cli, *args], env=env, capture_output=True, text=True, timeout=300, check=False)
         assert p.returncode == 0, (args, p.stdout[-2000:], p.stderr[-2000:])
         return p.stdout
     out = run("report", "--site", "flow-test", "--out", str(tmp_path / "report"))
@@ -268,7 +306,7 @@ def test_report_cost_and_metrics_commands_read_this_fleet_from_netbox(seeded, fl
     assert active == HEALTHY
 
 
-def test_force_reinstalls_an_admitted_node_only_after_draining_it(seeded, flow_env):
+def test_force_reinstalls_an_admitted_node_only_after_draining_it(commissioned, seeded, flow_env):
     """``force`` on a serving node: drained first, then the install step reinstalls it (the
     node said it already ran the image) with a new host key, and it is admitted again."""
     from bringup.netbox.evidence import EvidenceStore

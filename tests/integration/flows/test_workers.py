@@ -3,6 +3,7 @@ workers; each worker does one share, and the global limits hold across both."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import time
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("flow8")]
 
 REPO = Path(__file__).resolve().parents[3]
 HEALTHY = {"ft-r01-n01", "ft-r01-n05", "ft-r02-n01", "ft-r02-n02"}
@@ -42,6 +43,8 @@ def two_batch_workers(flow_env, prefect_server, lab_paths, tmp_path):
     ensure_limits({"os-installs": 8})
 
 
+# more than 120 s (3-5 minutes): six nodes of two racks, their installs one at a time
+# across both workers (the install limit of 1 is the claim), then burn-in and fabric
 def test_two_workers_share_one_commission_and_the_limits_hold_across_them(reseeded, two_batch_workers):
     from prefect.client.orchestration import get_client
 
@@ -76,5 +79,5 @@ def test_two_workers_share_one_commission_and_the_limits_hold_across_them(reseed
             spans.append((doc["started"], doc["finished"], rec.rack))
     spans.sort()
     assert len(spans) >= 5 and {rack for *_t, rack in spans} == {"r01", "r02"}
-    for (a0, a1, _), (b0, _b1, _) in zip(spans, spans[1:]):
+    for (a0, a1, _), (b0, _b1, _) in itertools.pairwise(spans):
         assert b0 >= a1 - 0.5, ("installs overlapped", spans)

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import ports
 import pytest
 from kubernetes import client as k8s
 
@@ -119,7 +120,7 @@ def node_kube(tmp_path_factory):
     nodes registered with 8 allocatable GPUs."""
     tmp = tmp_path_factory.mktemp("kubelet")
     home = tmp / "home"
-    third = os.getpid() % 200 + 20
+    third = ports.third_octet()  # one per xdist worker (tests/ports.py)
     text = "site: t\npools: {p: {}}\nnodes:\n" + "".join(
         f"  - {{name: {name}, rack: r1, sku: hgx-h100-80gb, pool: p, bmc_address: 127.75.{third}.{i}, "
         f"address: 127.76.{third}.{i}, faults: []}}\n" for i, name in enumerate(["gpu-a", "gpu-b"], 1))

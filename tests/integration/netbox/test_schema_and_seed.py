@@ -4,6 +4,7 @@ import pytest
 
 from bringup.errors import ConflictError
 from bringup.netbox.schema import Action, load_schema
+from bringup.netbox.schema_apply import apply_schema
 from lab.seed import seed
 
 pytestmark = pytest.mark.integration
@@ -11,10 +12,10 @@ pytestmark = pytest.mark.integration
 
 def test_apply_twice_second_run_changes_nothing(netbox):
     schema = load_schema()
-    first = netbox.apply_schema(schema)
+    first = apply_schema(netbox, schema)
     assert all(c.action is Action.CREATE for c in first)
     assert len(first) >= 40
-    second = netbox.apply_schema(schema)
+    second = apply_schema(netbox, schema)
     assert [c for c in second if c.action is not Action.NOOP] == []
     # read back through the API: choice custom fields, config context data
     cf = netbox.api.extras.custom_fields.get(name="bringup_stage")
@@ -25,10 +26,10 @@ def test_apply_twice_second_run_changes_nothing(netbox):
 
 def test_drift_on_managed_object_is_repaired(netbox):
     schema = load_schema()
-    netbox.apply_schema(schema)
+    apply_schema(netbox, schema)
     tag = netbox.api.extras.tags.get(slug="bringup-quarantine")
     tag.update({"color": "000000"})
-    changes = [c for c in netbox.apply_schema(schema) if c.action is not Action.NOOP]
+    changes = [c for c in apply_schema(netbox, schema) if c.action is not Action.NOOP]
     assert [(c.kind, c.key, c.action) for c in changes] == [("tag", "bringup-quarantine", Action.UPDATE)]
     assert netbox.api.extras.tags.get(slug="bringup-quarantine").color == "f44336"
 
@@ -37,7 +38,7 @@ def test_foreign_conflicting_object_is_never_overwritten(netbox):
     netbox.api.dcim.manufacturers.create({"name": "Supermicro Inc", "slug": "supermicro",
                                           "description": "entered by hand"})
     with pytest.raises(ConflictError) as exc:
-        netbox.apply_schema(load_schema())
+        apply_schema(netbox, load_schema())
     assert "manufacturer supermicro" in str(exc.value) and "name" in str(exc.value)
     # nothing at all was written: the check runs before any change
     assert netbox.api.extras.custom_fields.get(name="bringup_stage") is None
@@ -45,7 +46,7 @@ def test_foreign_conflicting_object_is_never_overwritten(netbox):
 
 
 def test_seed_writes_planned_devices_with_macs_and_ips(netbox, lab_fleet, skus):
-    netbox.apply_schema(load_schema())
+    apply_schema(netbox, load_schema())
     report = seed(netbox, lab_fleet, skus)
     size = len(lab_fleet.nodes)   # ten nodes of 8 GPUs and 10 interfaces each
     assert size == 10 and len(report.created) == size and report.macs == 10 * size
@@ -71,7 +72,7 @@ def test_seed_before_schema_says_what_to_do(netbox, lab_fleet, skus):
 
 
 def test_stage_custom_fields_and_journal(netbox, lab_fleet, skus):
-    netbox.apply_schema(load_schema())
+    apply_schema(netbox, load_schema())
     seed(netbox, lab_fleet, skus)
     node = netbox.nodes(names=["gpu-r01-n01"])[0]
     netbox.update_node(node.id, stage="discovered", status="staged", fields={"gpu_serials": ["A", "B"]})

@@ -4,14 +4,14 @@ of their own (so a developer's running lab is left alone), stopped after the mod
 from __future__ import annotations
 
 import getpass
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import ports
 import pytest
 
-from bringup.remote.ansible import SshAccess
 from bringup.provision.image import ImageManifest, load_manifest
+from bringup.remote.access import SshAccess
 from bringup.sku import load_skus, nic_counts
 from lab.fleet import FleetProfile, loads_fleet
 from lab.nodes.install import preinstall
@@ -19,8 +19,8 @@ from lab.nodes.sshd import client_key, known_hosts_path, stop_sshd
 
 
 def fleet_text(second_octet: int, nodes: list[tuple[str, str]]) -> str:
-    """A fleet of ``(name, faults-yaml)`` nodes on 127.<second_octet>.<pid-derived>.<i>."""
-    third = os.getpid() % 200 + 20
+    """A fleet of ``(name, faults-yaml)`` nodes on 127.<second_octet>.<ports.third_octet()>.<i>."""
+    third = ports.third_octet()  # one per xdist worker (tests/ports.py)
     lines = ["site: t", "pools: {p: {}}", "nodes:"]
     for i, (name, faults) in enumerate(nodes, 1):
         lines.append(f"  - {{name: {name}, rack: r1, sku: hgx-h100-80gb, pool: p, "

@@ -11,12 +11,12 @@ import yaml
 
 from bringup.context import Context
 from bringup.errors import ConfigError, HostKeyMismatch
-from bringup.provision.hostkeys import FIELD, generate
 from bringup.netbox.adapter import NodeRecord
+from bringup.provision.hostkeys import FIELD, generate
+from bringup.provision.install_step import install
+from bringup.remote.access import expected_host_key
 from bringup.settings import Settings
 from bringup.sku import load_skus
-from bringup.remote.ssh import expected_host_key
-from bringup.provision.install_step import install
 from lab.nodes.install import node_status
 
 pytestmark = pytest.mark.integration
@@ -94,7 +94,7 @@ def test_a_node_answering_with_another_key_is_refused(step_lab):
     first = install(lab.ctx, record(lab), {})
     assert first.ok
     wrong = generate("elsewhere").pinned
-    with pytest.raises(HostKeyMismatch, match="node s1: .* refusing to connect"):
+    with pytest.raises(HostKeyMismatch, match=r"node s1 \(.*\) presented host key .* refusing to connect"):
         install(lab.ctx, record(lab, **{FIELD: wrong}), {})
     assert len(lab.sim.services["s1"].state.installs) == 1  # nothing installed over it
 

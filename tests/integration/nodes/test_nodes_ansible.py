@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from bringup.remote.ansible import SshAccess, run_playbook
-from bringup.provision.image import pin_vars
 from bringup.provision.ansible_steps import configure, pin_versions
+from bringup.provision.image import pin_vars
+from bringup.remote.access import SshAccess
+from bringup.remote.ansible import run_playbook
 from lab.nodes.sshd import NodeDir
 
 pytestmark = pytest.mark.integration

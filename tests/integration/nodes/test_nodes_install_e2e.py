@@ -10,18 +10,17 @@ import functools
 import pytest
 import yaml
 
-from bringup.provision import hostkeys
-
-from bringup.provision import install_seed as seed
-
-from bringup.provision import seed_iso as seediso
 from bringup.errors import HostKeyMismatch, SSHError
+from bringup.provision import hostkeys
+from bringup.provision import install_seed as seed
+from bringup.provision import seed_iso as seediso
+from bringup.provision.ansible_steps import pin_versions
 from bringup.provision.installed import read_installed
 from bringup.provision.redfish_steps import apply_bios_profile, install_os
-from bringup.provision.ansible_steps import pin_versions
 from bringup.redfish import Credentials, connect
+from bringup.remote.access import SshAccess, Target
+from bringup.remote.ssh import Ssh, wait_for_ssh
 from bringup.sku import load_skus
-from bringup.remote.ssh import wait_for_ssh
 from lab.nodes.install import node_status
 from lab.nodes.sshd import NodeDir
 
@@ -67,16 +66,21 @@ def make_seed(lab, name, *, drop: tuple[str, ...] = ()) -> tuple[hostkeys.HostKe
     return key, lab.seeds.url.format(node=name)
 
 
-def waiter(lab, name, key: str, timeout):
+def target(lab, name) -> Target:
     n = lab.fleet.node(name)
-    return functools.partial(wait_for_ssh, n.address, n.ssh_port, key, node=name, interval=0.25)
+    return Target(name, n.address, n.ssh_port)
 
 
-def test_a_node_installs_from_its_seed_and_answers_with_the_pinned_key(sim_lab):
+def waiter(lab, name):
+    """What the install step hands install_os: the seam's wait, against the pinned key."""
+    return functools.partial(wait_for_ssh, Ssh(lab.access), target(lab, name), interval=0.25)
+
+
+def test_a_node_installs_from_its_seed_and_answers_with_the_pinned_key(sim_lab, tmp_path):
     assert not node_status(sim_lab.home, "fresh")["installed"]
     key, url = make_seed(sim_lab, "fresh")
     with bmc_of(sim_lab, "fresh") as bmc:
-        res = install_os(bmc, sim_lab.manifest, seed_url=url, ssh_wait=waiter(sim_lab, "fresh", key.pinned, 30),
+        res = install_os(bmc, sim_lab.manifest, seed_url=url, ssh_wait=waiter(sim_lab, "fresh"),
                          wait_timeout=30, poll=5)
     assert res.ok and res.ejected and res.waited.startswith("SHA256:")
     state = sim_lab.sim.services["fresh"].state
@@ -85,23 +89,25 @@ def test_a_node_installs_from_its_seed_and_answers_with_the_pinned_key(sim_lab):
     # the node's sshd key is the one bringup made, and the node says what it runs
     assert hostkeys.public_of(NodeDir(sim_lab.home, "fresh").host_key.read_text()) == key.pinned
     n = sim_lab.fleet.node("fresh")
-    there = read_installed(n.address, n.ssh_port, sim_lab.access.user, sim_lab.access.key_file, key.pinned)
+    there = read_installed(Ssh(sim_lab.access), target(sim_lab, "fresh"))
     assert there is not None and there.image == "ubuntu-2404-cuda128" and there.versions["driver"] == "570.133.20"
     steps = pin_versions({"fresh": sim_lab.host("fresh")}, sim_lab.manifest, sim_lab.access)
     assert steps["fresh"].ok, steps["fresh"].reason
 
-    # a wrong key is refused at once, by the wait and by the read of what is installed
-    other = hostkeys.generate("intruder").pinned
+    # a wrong key pinned is refused at once, by the wait and by the read of what is installed
+    other = tmp_path / "known_hosts"
+    hostkeys.pin(other, n.address, n.ssh_port, hostkeys.generate("intruder").public)
+    wrong = Ssh(SshAccess(sim_lab.access.user, sim_lab.access.key_file, other))
     with pytest.raises(HostKeyMismatch, match="presented host key .* but we expect"):
-        wait_for_ssh(n.address, n.ssh_port, other, 10, node="fresh")
-    with pytest.raises(HostKeyMismatch, match="node fresh: .*refusing to connect"):
-        read_installed(n.address, n.ssh_port, sim_lab.access.user, sim_lab.access.key_file, other, node="fresh")
+        wait_for_ssh(wrong, target(sim_lab, "fresh"), 10)
+    with pytest.raises(HostKeyMismatch, match="node fresh .*refusing to connect"):
+        read_installed(wrong, target(sim_lab, "fresh"))
 
 
 def test_a_seed_missing_a_section_leaves_the_node_at_the_installer(sim_lab):
-    key, url = make_seed(sim_lab, "fresh", drop=("version",))
+    _, url = make_seed(sim_lab, "fresh", drop=("version",))
     with bmc_of(sim_lab, "fresh") as bmc, pytest.raises(SSHError, match="never came back"):
-        install_os(bmc, sim_lab.manifest, seed_url=url, ssh_wait=waiter(sim_lab, "fresh", key.pinned, 3),
+        install_os(bmc, sim_lab.manifest, seed_url=url, ssh_wait=waiter(sim_lab, "fresh"),
                    wait_timeout=3, poll=1)
     st = node_status(sim_lab.home, "fresh")
     assert not st["installed"] and st["sshd_pid"] is None
@@ -111,16 +117,19 @@ def test_a_seed_missing_a_section_leaves_the_node_at_the_installer(sim_lab):
 
 
 def test_without_a_seed_the_installer_waits_for_answers(sim_lab):
+    n = sim_lab.fleet.node("fresh")
+    # a key pinned as the install step would (it pins before the boot), but no seed carries it
+    hostkeys.pin(sim_lab.access.known_hosts, n.address, n.ssh_port, hostkeys.generate("x").public)
     with bmc_of(sim_lab, "fresh") as bmc, pytest.raises(SSHError, match="never came back"):
-        install_os(bmc, sim_lab.manifest, ssh_wait=waiter(sim_lab, "fresh", hostkeys.generate("x").pinned, 2),
+        install_os(bmc, sim_lab.manifest, ssh_wait=waiter(sim_lab, "fresh"),
                    wait_timeout=2, poll=1)
     assert node_status(sim_lab.home, "fresh")["boot"].startswith("at the installer: no autoinstall seed")
 
 
 def test_node_that_never_returns_fails_the_install_and_ejects(sim_lab):
-    key, url = make_seed(sim_lab, "hung")
+    _, url = make_seed(sim_lab, "hung")
     with bmc_of(sim_lab, "hung") as bmc, pytest.raises(SSHError, match="node hung .* never came back"):
-        install_os(bmc, sim_lab.manifest, seed_url=url, ssh_wait=waiter(sim_lab, "hung", key.pinned, 3),
+        install_os(bmc, sim_lab.manifest, seed_url=url, ssh_wait=waiter(sim_lab, "hung"),
                    wait_timeout=3, poll=1)
     state = sim_lab.sim.services["hung"].state
     assert state.installs == [sim_lab.manifest.iso.url] and state.media_image is None

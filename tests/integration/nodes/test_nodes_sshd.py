@@ -1,4 +1,5 @@
-"""Simulated nodes over a real OpenSSH sshd, and wait_for_ssh with pinned host keys."""
+"""Simulated nodes over a real OpenSSH sshd, and wait_for_ssh (through the SSH seam) with
+pinned host keys."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from bringup.errors import SSHError
-from bringup.remote.ssh import expected_host_key, fingerprint, parse_public_key, wait_for_ssh
+from bringup.remote.access import SshAccess, Target, expected_host_key, fingerprint, parse_public_key
+from bringup.remote.ssh import Ssh, wait_for_ssh
 from lab.nodes.install import node_status
 from lab.nodes.serve import NodeSupervisor
 from lab.nodes.sshd import NodeDir, sshd_binary, sshd_pid, stop_sshd
@@ -23,6 +25,16 @@ def ssh(lab, name, command):
         ["ssh", "-i", str(lab.access.key_file), "-o", f"UserKnownHostsFile={lab.access.known_hosts}",
          "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-p", str(n.ssh_port),
          f"{lab.access.user}@{n.address}", command], check=False, capture_output=True, text=True, timeout=30)
+
+
+def seam(lab, known_hosts: Path | None = None) -> Ssh:
+    a = lab.access
+    return Ssh(SshAccess(a.user, a.key_file, known_hosts or a.known_hosts))
+
+
+def target(lab, name: str) -> Target:
+    n = lab.fleet.node(name)
+    return Target(name, n.address, n.ssh_port)
 
 
 def test_installed_node_answers_ssh_with_its_environment(node_lab):
@@ -52,16 +64,18 @@ def test_wait_for_ssh_accepts_the_pinned_key(node_lab):
     want = expected_host_key(node_lab.access.known_hosts, n.address, n.ssh_port)
     pub = NodeDir(node_lab.home, "ok").host_key.with_suffix(".pub").read_text()
     assert want == " ".join(pub.split()[:2])
-    assert wait_for_ssh(n.address, n.ssh_port, want, timeout=10, node="ok") == fingerprint(parse_public_key(pub)[1])
+    assert wait_for_ssh(seam(node_lab), target(node_lab, "ok"), timeout=10) == fingerprint(parse_public_key(pub)[1])
 
 
-def test_wait_for_ssh_refuses_another_key_naming_both_fingerprints(node_lab):
+def test_wait_for_ssh_refuses_another_key_naming_both_fingerprints(node_lab, tmp_path):
     ok, drift = node_lab.fleet.node("ok"), node_lab.fleet.node("drift")
     wrong = expected_host_key(node_lab.access.known_hosts, drift.address, drift.ssh_port)
     right = expected_host_key(node_lab.access.known_hosts, ok.address, ok.ssh_port)
+    kh = tmp_path / "known_hosts"  # ok pinned with drift's key
+    kh.write_text(f"[{ok.address}]:{ok.ssh_port} {wrong}\n")
     t0 = time.monotonic()
     with pytest.raises(SSHError) as exc:
-        wait_for_ssh(ok.address, ok.ssh_port, wrong, timeout=30, node="ok")
+        wait_for_ssh(seam(node_lab, kh), target(node_lab, "ok"), timeout=30)
     assert time.monotonic() - t0 < 10  # refused at once, not retried until the timeout
     msg = str(exc.value)
     assert f"presented host key {fingerprint(parse_public_key(right)[1])}" in msg
@@ -73,16 +87,15 @@ def test_never_returns_node_times_out(node_lab):
     n = node_lab.fleet.node("never")
     st = node_status(node_lab.home, "never")
     assert not st["installed"] and st["boot"] == "hung after install" and st["sshd_pid"] is None
-    want = expected_host_key(node_lab.access.known_hosts, n.address, n.ssh_port)
+    assert expected_host_key(node_lab.access.known_hosts, n.address, n.ssh_port)  # pinned: only its sshd is missing
     t0 = time.monotonic()
     with pytest.raises(SSHError, match=r"node never .* never came back: no SSH answer within 2s"):
-        wait_for_ssh(n.address, n.ssh_port, want, timeout=2, node="never", interval=0.3)
+        wait_for_ssh(seam(node_lab), target(node_lab, "never"), timeout=2, interval=0.3)
     assert 1.5 < time.monotonic() - t0 < 8
 
 
 def test_wait_for_ssh_waits_for_a_node_that_comes_back(node_lab):
     n = node_lab.fleet.node("drift")
-    want = expected_host_key(node_lab.access.known_hosts, n.address, n.ssh_port)
     assert stop_sshd(node_lab.home, "drift")
     import threading
 
@@ -91,7 +104,7 @@ def test_wait_for_ssh_waits_for_a_node_that_comes_back(node_lab):
     timer.start()
     try:
         t0 = time.monotonic()
-        wait_for_ssh(n.address, n.ssh_port, want, timeout=20, node="drift", interval=0.25)
+        wait_for_ssh(seam(node_lab), target(node_lab, "drift"), timeout=20, interval=0.25)
         assert time.monotonic() - t0 >= 1.0
     finally:
         timer.join()
@@ -121,7 +134,7 @@ def test_a_taken_address_is_a_clear_error(node_lab, monkeypatch):
     import socket
 
     import lab.nodes.sshd as sshd_mod
-    from bringup.errors import LabError
+    from lab.errors import LabError
     n = node_lab.fleet.node("ok").model_copy(update={"name": "squatter"})
     # a node with a host key of its own (as its seed would give it), so only the address is wrong
     ok_key = NodeDir(node_lab.home, "ok").host_key

@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 from bringup_cli import app
 from lab.bmcsim import hardware
 
-pytestmark = pytest.mark.integration
+# the session's BMC simulator (redfish/conftest.py) answers on fixed addresses: one worker runs its tests
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("bmcsim")]
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ import pytest
 from bringup.provision.firmware_policy import Member, check
 from bringup.redfish import connect
 
-pytestmark = pytest.mark.integration
+# the session's BMC simulator (redfish/conftest.py) answers on fixed addresses: one worker runs its tests
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("bmcsim")]
 
 
 def bmc(bmcsim, name):

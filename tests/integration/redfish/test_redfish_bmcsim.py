@@ -14,7 +14,8 @@ from bringup.errors import RedfishAuthError, RedfishError
 from bringup.redfish import connect
 from lab.bmcsim.expect import expected_nodes
 
-pytestmark = pytest.mark.integration
+# the session's BMC simulator (redfish/conftest.py) answers on fixed addresses: one worker runs its tests
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("bmcsim")]
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,8 @@ from bringup.redfish import connect
 from lab.bmcsim import hardware
 from lab.bmcsim.expect import expected_nodes
 
-pytestmark = pytest.mark.integration
+# the session's BMC simulator (redfish/conftest.py) answers on fixed addresses: one worker runs its tests
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("bmcsim")]
 VENDORS = {"ok-1": "bmcsim", "hgx": "supermicro-hgx", "dell": "dell-idrac", "hpe": "hpe-ilo", "ami": "ami-megarac"}
 
 

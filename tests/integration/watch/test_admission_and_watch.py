@@ -23,35 +23,44 @@ from kubernetes import client as k8s
 
 from bringup.sku import load_skus, nic_counts
 from lab.fleet import Fault, FaultKind, load_fleet
-from lab.seed import seed
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1500)]
+# the module's fixtures (its own NetBox, simulators and the commission of 8 nodes) count
+# against its first test: the suite's 600 s per test is not enough for them on a loaded CPU
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1500), pytest.mark.xdist_group("watch")]
 
 REPO = Path(__file__).resolve().parents[3]
 FLEET = REPO / "tests" / "fixtures" / "fleets" / "watch.yaml"
-KUBE_LISTEN = "127.0.0.1:56457"
-SEED_LISTEN = "127.0.0.1:58094"
 SITE = "watch-test"
 HEALTHY = {"wt-n01", "wt-n02", "wt-n03", "wt-n04", "wt-n05", "wt-n08"}
 XID_NODES = ["wt-n01", "wt-n02", "wt-n03", "wt-n04", "wt-n05"]
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory, seeded, flow_env, netbox_server, prefect_server, lab_paths, fleet_lab_starter):
+def watch_lab(tmp_path_factory, scenario_netbox, prefect_server, lab_paths, fleet_lab_starter, lab_env_for):
+    """watch.yaml on its own NetBox (a server and database of its own, seeded) and
+    simulators; BRINGUP_CONFIG points at its settings for the module."""
+    import ports
     start_fleet_lab = fleet_lab_starter
-    from bringup.netbox.schema import load_schema
     fleet = load_fleet(FLEET, nic_counts(load_skus()))
-    # earlier modules may have reset the test NetBox to its pristine database: schema first
-    seeded.apply_schema(load_schema())
-    seed(seeded, fleet, load_skus())
+    netbox = scenario_netbox("watch")
+    nb = netbox.seeded(fleet)
     home = tmp_path_factory.mktemp("watchlab")
-    path, stop = start_fleet_lab(home, fleet, FLEET, KUBE_LISTEN, seed_listen=SEED_LISTEN,
-                                 netbox_url=netbox_server.url(58081),
-                                 netbox_token_file=lab_paths.secrets / "netbox-token",
+    fleet_ports = ports.FLEETS["watch"]
+    path, stop = start_fleet_lab(home, fleet, FLEET, fleet_ports.kube_listen, seed_listen=fleet_ports.seed_listen,
+                                 netbox_url=netbox.url, netbox_token_file=lab_paths.secrets / "netbox-token",
                                  prefect_api_url=prefect_server.api_url, install_wait_s=120)
-    yield SimpleNamespace(path=str(path), home=home, fleet=fleet, nb=seeded,
-                          kubeconfig=str(home / "kube" / "kubeconfig"))
-    stop()
+    try:
+        with lab_env_for(path, prefect_server.api_url):
+            yield SimpleNamespace(path=str(path), home=home, fleet=fleet, nb=nb,
+                                  kubeconfig=str(home / "kube" / "kubeconfig"))
+    finally:
+        stop()
+        netbox.stop()
+
+
+@pytest.fixture(scope="module")
+def lab(watch_lab):
+    return watch_lab
 
 
 def nodes(lab) -> dict:

@@ -13,14 +13,14 @@ import pytest
 from lifecycle_fakes import MemoryRecords
 from test_judge import good_doc
 
+from bringup.acceptance.judge_step import judge, verdict_of
 from bringup.acceptance.thresholds import thresholds_for
 from bringup.errors import ParseError
-from bringup.netbox.evidence import decode, encode
 from bringup.lifecycle.engine import STEP_NAMES, Lifecycle, State
-from bringup.netbox.adapter import NodeRecord
 from bringup.lifecycle.results import StepResult
+from bringup.netbox.adapter import NodeRecord
+from bringup.netbox.evidence import decode, encode
 from bringup.sku import load_skus
-from bringup.acceptance.judge_step import judge, verdict_of
 
 H100 = "hgx-h100-80gb"
 FILE = "n1:/var/lib/bringup/burnin/result.json"
@@ -125,8 +125,8 @@ def test_the_node_is_quarantined_with_the_reason_no_stale_pass_and_a_forced_reru
 
 
 def test_run_burnin_keeps_a_cut_document_as_text(tmp_path, monkeypatch):
-    from bringup.remote.ansible import HostResult, PlaybookResult
     from bringup.provision import ansible_steps
+    from bringup.remote.ansible import HostResult, PlaybookResult
 
     def fake_playbook(playbook, hosts, extra, access, timeout=None):
         (tmp_path / "agent").mkdir(exist_ok=True)

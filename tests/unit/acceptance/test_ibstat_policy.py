@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 from test_judge import good_doc
 
+from bringup.acceptance.judge import judge
+from bringup.acceptance.judge_step import verdict_of
 from bringup.acceptance.result import parse_result
 from bringup.acceptance.thresholds import load_thresholds_file, thresholds_for
-from bringup.acceptance.judge import judge
 from bringup.netbox.adapter import NodeRecord
 from bringup.sku import load_skus
-from bringup.acceptance.judge_step import verdict_of
 
 H100 = "hgx-h100-80gb"
 ERR = "no \"CA '...'\" block in the ibstat output"
@@ -69,8 +69,8 @@ def test_an_unknown_policy_is_not_a_pass(th, monkeypatch):
 def test_the_judge_step_shows_the_warning_in_the_summary_and_journal(th, monkeypatch):
     from types import SimpleNamespace
 
-    from bringup.errors import NetBoxNotFound
     from bringup.acceptance.judge_step import judge as judge_step
+    from bringup.errors import NetBoxNotFound
     sku = load_skus()[H100]
     rec = NodeRecord(id=1, name="n1", site="s", rack="r", status="active", stage="burned_in", sku=sku, pool={},
                      macs={}, bmc_address="", address="", serial="", url="", tags=[], custom_fields={})

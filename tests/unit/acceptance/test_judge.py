@@ -8,11 +8,11 @@ import json
 
 import pytest
 
+from bringup.acceptance.judge import REMEDIATION, judge
 from bringup.acceptance.plan import make_plan, manifest_versions
 from bringup.acceptance.result import parse_result
 from bringup.acceptance.thresholds import OPERATORS, Rule, SkuThresholds, load_thresholds_file, thresholds_for
 from bringup.errors import ConfigError, ParseError
-from bringup.acceptance.judge import REMEDIATION, judge
 from bringup.sku import load_skus
 
 H100 = "hgx-h100-80gb"

@@ -9,14 +9,14 @@ import copy
 import pytest
 from test_judge import GOOD_METRICS, good_doc, with_check
 
+from bringup.acceptance.judge import ecc_aggregate, judge
+from bringup.acceptance.judge_step import verdict_of
 from bringup.acceptance.plan import CHECK_SLACK_S, check_budgets, make_plan, manifest_versions, plan_budget_s
 from bringup.acceptance.result import parse_result
 from bringup.acceptance.thresholds import SkuThresholds, thresholds_for
-from bringup.acceptance.judge import ecc_aggregate, judge
 from bringup.netbox.adapter import NodeRecord
 from bringup.resources import data_dir
 from bringup.sku import load_skus
-from bringup.acceptance.judge_step import verdict_of
 from bringup.yamlio import load_file
 
 H100 = "hgx-h100-80gb"

@@ -12,12 +12,12 @@ from types import SimpleNamespace
 import pytest
 from test_judge import H100, good_doc, with_check
 
+from bringup.acceptance.judge import REMEDIATION, judge
+from bringup.acceptance.peers import MAD_SCALE, PeerPolicy, compare
 from bringup.acceptance.result import parse_result
 from bringup.acceptance.thresholds import SkuThresholds, load_thresholds_file, thresholds_for
 from bringup.errors import ConfigError, ParseError
-from bringup.acceptance.judge import REMEDIATION, judge
 from bringup.netbox.adapter import NodeRecord
-from bringup.acceptance.peers import MAD_SCALE, PeerPolicy, compare
 from bringup.sku import load_skus
 
 #: a healthy H100 fleet's busbw: tight, a few tenths of a GB/s apart, and well above the SKU's

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from bringup.errors import ConfigError
 from bringup.admission.kueue import PoolNode, render_pool, to_yaml
+from bringup.errors import ConfigError
 
 NODES = [PoolNode(name=f"gpu-{r}-{i}", rack=f"r{r}", block="su1" if r < 3 else "su2")
          for r in (1, 2, 3) for i in (1, 2)]

@@ -6,7 +6,6 @@ import datetime as dt
 
 import pytest
 
-from bringup.errors import ConfigError
 from bringup.admission.labels import (
     QUARANTINE_KEY,
     gpu_product_label,
@@ -17,6 +16,7 @@ from bringup.admission.labels import (
     validate_labels,
 )
 from bringup.admission.pool import Pool
+from bringup.errors import ConfigError
 from bringup.sku import load_skus
 
 SKUS = load_skus()

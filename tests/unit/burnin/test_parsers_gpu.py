@@ -35,7 +35,7 @@ def test_gpuburn_faulty_while_exit_zero():
 def test_gpuburn_gpu_that_never_started_is_a_failure_naming_it():
     # issue #7: "Couldn't init a GPU test", every GPU 0 Gflop/s, yet the summary says OK
     p = parse_gpu_burn(fixture("gpu-burn", "issue7-init-failed-6gpu.txt"))
-    assert p["gpus"] == {i: "OK" for i in range(6)} and p["finished"]
+    assert p["gpus"] == dict.fromkeys(range(6), "OK") and p["finished"]
     assert p["procd"] == [0] * 6 and p["gflops"] == [0.0] * 6
     assert p["init_errors"] == ['Error in "load module":']
     f = gpuburn.assess(p)

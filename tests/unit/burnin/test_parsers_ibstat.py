@@ -58,8 +58,8 @@ def test_mixed_roce_and_a_cut_down_port():
     assert "ib_port_down" in codes  # the state was printed before the cut: it is known
 
 
-@pytest.mark.parametrize("text", ["", "ibwarn: [1234] umad_init: can't read ABI version\n",
-                                  "ibpanic: [1] main: stat of IB device 'mlx5_0' failed: No such file or directory\n"])
+# a panic before any CA (ibstat found no device) is understood as such: test_tool_runs.py
+@pytest.mark.parametrize("text", ["", "ibwarn: [1234] umad_init: can't read ABI version\n"])
 def test_no_ca_block_is_unparseable(text):
     with pytest.raises(UnparseableOutput, match="no \"CA"):
         parse_ibstat(text)

@@ -8,9 +8,9 @@ import threading
 import pytest
 
 from bringup.discovery.crawl import discover
+from bringup.discovery.verify import ExpectedNode
 from bringup.errors import ConfigError
 from bringup.sku import load_skus
-from bringup.discovery.verify import ExpectedNode
 
 SKU = load_skus()["hgx-h100-80gb"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from bringup.discovery.verify import ExpectedNode, verify
 from bringup.redfish.models import Gpu, Inventory, Nic, SystemInfo
 from bringup.sku import load_skus
-from bringup.discovery.verify import ExpectedNode, verify
 
 SKU = load_skus()["hgx-h100-80gb"]
 IFACES = ["bmc", "mgmt0"] + [f"cx{i}" for i in range(SKU.nics.compute)]

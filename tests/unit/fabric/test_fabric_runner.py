@@ -1,10 +1,11 @@
-"""run_nccl_group's outcome from what mpirun printed (a fake SSH adapter hands back recorded
+"""run_nccl_group's outcome from what mpirun printed (a fake SSH seam hands back recorded
 outputs: no process runs here)."""
 
 from pathlib import Path
 
-from bringup.fabric.mpirun import NodeSsh, RunOutput, Target
+from bringup.fabric.mpirun import NodeSsh
 from bringup.fabric.runner import GroupNode, run_nccl_group
+from bringup.remote.ssh import Completed, Target
 
 FIX = Path(__file__).parents[2] / "fixtures"
 SSH = NodeSsh("/root/.ssh/id_ed25519", "/etc/ssh/ssh_known_hosts")
@@ -15,10 +16,10 @@ class FakeSsh:
         self.out = (rc, stdout, stderr)
         self.commands = []
 
-    def run(self, t, command, timeout):
+    def run(self, t, command, *, timeout, input=None, check=False):
         self.commands.append((t.name, command))
         rc, stdout, stderr = self.out
-        return RunOutput(command, rc, stdout, stderr, 1.0, host=t.name)
+        return Completed(command, rc, stdout, stderr, 1.0, host=t.name)
 
 
 def nodes(*names):
@@ -55,14 +56,14 @@ def test_ranks_never_started_are_unknown_but_a_test_that_died_fails():
 
 def test_a_run_that_did_not_finish_is_unknown():
     class Slow(FakeSsh):
-        def run(self, t, command, timeout):
-            return RunOutput(command, None, "", "", timeout, timed_out=True)
+        def run(self, t, command, *, timeout, input=None, check=False):
+            return Completed(command, None, "", "", timeout, timed_out=True)
     r = run_nccl_group(Slow(0, ""), nodes("a", "b"), SSH, min_busbw_gbps=300, timeout=5)
     assert r.outcome == "unknown" and r.problems == ["mpirun did not finish within 5s"]
 
 
 class FakeServer:
-    """A perftest server process as :meth:`FabricSsh.start` hands it back."""
+    """A perftest server as :meth:`bringup.remote.ssh.Ssh.start` hands it back."""
 
     def __init__(self, alive=True):
         self.alive = alive
@@ -74,8 +75,8 @@ class FakeServer:
     def kill(self):
         self.killed = True
 
-    def wait(self):
-        return 0
+    def wait(self, timeout, *, check=False):
+        return Completed(["ib_write_bw"], 0, "", "", 0.1)
 
 
 class RailSsh:
@@ -87,14 +88,11 @@ class RailSsh:
     def start(self, t, command):
         return self.server
 
-    def run(self, t, command, timeout):
+    def run(self, t, command, *, timeout, input=None, check=False):
         self.clients += 1
         if self.clients <= self.refusals:
-            return RunOutput(command, 1, " Couldn't connect to 10.0.0.1:18515\n", "", 0.1, host=t.name)
-        return RunOutput(command, 0, (FIX / "perftest/cx7-ndr-write-gbits-cpufreq.txt").read_text(), "", 1.0)
-
-    def collect(self, t, proc, command, timeout):
-        return RunOutput(command, 0, "", "", 0.1, host=t.name)
+            return Completed(command, 1, " Couldn't connect to 10.0.0.1:18515\n", "", 0.1, host=t.name)
+        return Completed(command, 0, (FIX / "perftest/cx7-ndr-write-gbits-cpufreq.txt").read_text(), "", 1.0)
 
 
 def test_a_rail_client_waits_for_a_slow_server_then_gives_up_at_its_deadline(monkeypatch):

@@ -1,21 +1,14 @@
-"""mpirun / nccl-tests / ib_write_bw command lines, the counter dump reader, and how the SSH
-adapter tells ssh's own failures from the command's."""
+"""mpirun / nccl-tests / ib_write_bw command lines, the counter dump reader, and OpenMPI's
+ssh trouble with a partner told apart from the fabric's. (How the controller's own SSH
+session fails, and that a command exiting 255 is its own result, is the seam's:
+tests/unit/remote/test_ssh_seam.py.)"""
 
 import pytest
 
-from bringup.errors import AuthError, ConfigError, HostKeyMismatch, SSHDropped, SSHUnreachable
-from bringup.fabric.mpirun import (
-    _STARTED,
-    MpiHost,
-    NodeSsh,
-    RunOutput,
-    Target,
-    _raise_for_ssh,
-    ib_write_bw_argv,
-    mpirun_argv,
-    nccl_argv,
-)
+from bringup.errors import ConfigError, HostKeyMismatch
+from bringup.fabric.mpirun import MpiHost, NodeSsh, ib_write_bw_argv, mpirun_argv, nccl_argv
 from bringup.fabric.runner import GroupNode, _raise_for_partner_keys, parse_counter_dump
+from bringup.remote.access import Target
 
 SSH = NodeSsh("/home/bringup/.ssh/id_ed25519", "/etc/bringup/known_hosts", port=2222)
 
@@ -70,36 +63,6 @@ def test_counter_dump_reads_every_port_and_skips_garbage():
             "/sys/class/infiniband/mlx5_1/ports/1/counters/port_rcv_errors:N/A\n"
             "grep: /sys/class/infiniband/*/ports/*/counters/*: No such file or directory\n")
     assert parse_counter_dump(text) == {("mlx5_0", 1): {"symbol_error": 3}, ("mlx5_1", 1): {"link_downed": 0}}
-
-
-# --- how ssh's failures are told from the command's ------------------------------------
-
-T = Target("n1", "10.0.0.1", 22)
-
-
-def out(rc, stderr):
-    return RunOutput(["mpirun"], rc, "", stderr, 0.1)
-
-
-@pytest.mark.parametrize("stderr, error", [
-    ("Host key verification failed.\n", HostKeyMismatch),
-    ("ssh: connect to host 10.0.0.1 port 22: Connection refused\n", SSHUnreachable),
-    ("user@10.0.0.1: Permission denied (publickey).\n", AuthError),
-    ("kex_exchange_identification: read: Connection reset by peer\n", SSHUnreachable),
-])
-def test_ssh_failing_before_the_command_raises_by_class(stderr, error):
-    with pytest.raises(error):
-        _raise_for_ssh(T, out(255, stderr))
-
-
-def test_a_command_that_started_and_exits_255_is_its_own_result():
-    # mpirun exits 255 when its ssh to a partner fails: the marker says our session ran it
-    o = out(255, f"{_STARTED}\nHost key verification failed.\nORTE was unable to reliably start one or more daemons.\n")
-    _raise_for_ssh(T, o)
-    assert _STARTED not in o.stderr and "ORTE was unable" in o.stderr
-    with pytest.raises(SSHDropped):
-        _raise_for_ssh(T, out(255, f"{_STARTED}\nConnection to 10.0.0.1 closed by remote host.\n"))
-    _raise_for_ssh(T, out(1, "anything"))  # not 255: the command's status, whatever it printed
 
 
 # stderr of mpirun on the lab's first node (tests/integration/fabric), first lines

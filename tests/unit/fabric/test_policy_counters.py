@@ -35,7 +35,7 @@ LIMITS = load_fabric_thresholds("hgx-h200-141gb").counters
 
 
 def reading(**values):
-    base = {name: 0 for name in LIMITS}
+    base = dict.fromkeys(LIMITS, 0)
     base.update(values)
     return {("mlx5_0", 1): base}
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from bringup.fabric.localise import localise
 from bringup.fabric.models import FabricNode, PairResult
-from bringup.fabric.mpirun import Target
 from bringup.fabric.policy import load_fabric_thresholds
 from bringup.fabric.pooltest import Member, PoolRun, first_round, parse_topology_output, waves
 from bringup.fabric.verdicts import matrix_rows, node_documents
+from bringup.remote.access import Target
 from bringup.sku import load_skus
 
 SKU = load_skus()["hgx-h100-80gb"]

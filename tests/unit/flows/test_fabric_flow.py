@@ -9,12 +9,13 @@ import logging
 
 import pytest
 from lifecycle_fakes import MemoryRecords
+from runtime_fakes import FakeRuntime
 
 from bringup.errors import ConfigError
-from bringup.lifecycle.engine import STEP_NAMES, Lifecycle, State
-from bringup.lifecycle.results import StepResult
 from bringup.fabric.fabric_step import fabric as fabric_step
 from bringup.fabric.fabric_step import held_reason, result_of
+from bringup.lifecycle.engine import STEP_NAMES, Lifecycle, State
+from bringup.lifecycle.results import StepResult
 from bringup.lifecycle.select import Selected
 from flows import fabric, runtime
 from flows.walk import Walk
@@ -32,7 +33,7 @@ DOCS = {
 }
 
 
-class Rt:
+class Rt(FakeRuntime):
     def __init__(self, lc, docs):
         self.lc, self.docs, self.asked = lc, docs, []
 

@@ -9,11 +9,12 @@ import threading
 
 import pytest
 from lifecycle_fakes import MemoryRecords
+from runtime_fakes import FakeRuntime
 
-from bringup.netbox import lease as leases
-from bringup.netbox.lease import Claimant
 from bringup.lifecycle.engine import STEP_NAMES, Lifecycle
 from bringup.lifecycle.results import Evidence, StepResult
+from bringup.netbox import lease as leases
+from bringup.netbox.lease import Claimant
 from flows import runtime, walk
 
 A = Claimant(run="run-a", host="ctl-1", pid=100, pidns="pid:[1]")
@@ -22,7 +23,7 @@ B = Claimant(run="run-b", host="ctl-2", pid=200, pidns="pid:[2]")
 RUN_STEP_BODY = walk.run_step.fn
 
 
-class Rt:
+class Rt(FakeRuntime):
     def __init__(self, lc: Lifecycle) -> None:
         self.lc = lc
 

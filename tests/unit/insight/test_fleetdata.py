@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from fleet_fixtures import T0, Journal, burn_in_and_judge, history, record
 
-from bringup.netbox import evidence
 from bringup.insight.fleetdata import JournalEntry, build, documents, load
+from bringup.netbox import evidence
 from bringup.netbox.adapter import NetBox
 
 

@@ -17,9 +17,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bringup.insight.fleetdata import JournalEntry, build
 from bringup.insight.ledger import node_ledger
-from bringup.lifecycle.engine import State
 from bringup.insight.metrics import FleetCollector, families, registry_of, write_textfile
 from bringup.insight.metrics_server import Reloader
+from bringup.lifecycle.engine import State
 
 AT = pd.Timestamp(T0 + timedelta(hours=10))
 

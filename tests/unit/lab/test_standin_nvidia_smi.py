@@ -9,7 +9,7 @@ from pathlib import Path
 from bringup.admission.smoke import parse_device_query
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "lab" / "gpu" / "tools"))
-import standin_fabric  # noqa: E402
+import standin_fabric
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "nvidia-smi"
 P = {"gpu_count": 2, "gpu_name": "NVIDIA H100 80GB HBM3", "memory_mib": 81559, "driver": "570.133.20",

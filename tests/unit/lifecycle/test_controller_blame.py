@@ -26,11 +26,11 @@ from bringup import errors
 from bringup.context import Context
 from bringup.lifecycle.engine import Lifecycle, State
 from bringup.netbox.adapter import NodeRecord
-from bringup.redfish.client import Bmc
-from bringup.redfish.transport import Reply
+from bringup.pipeline import STEPS
+from bringup.redfish.bmc import Bmc
+from bringup.redfish.session import Reply
 from bringup.settings import Settings
 from bringup.sku import load_skus
-from bringup.pipeline import STEPS
 
 SKU = load_skus()["hgx-h100-80gb"]
 # the simulated BMC in-process, as the Redfish unit tests use it

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from lifecycle_fakes import MemoryRecords
 
-from bringup.lifecycle import engine as lc_mod
 from bringup.errors import ConfigError, NetBoxAuthError, RedfishAuthError, SSHDropped
+from bringup.lifecycle import engine as lc_mod
 from bringup.lifecycle.engine import (
     ALLOWED,
     STEP_NAMES,

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from bringup.netbox import evidence
 from bringup.errors import NetBoxNotFound, ParseError
+from bringup.netbox import evidence
 from bringup.netbox.evidence import EvidenceStore, decode, encode
 
 

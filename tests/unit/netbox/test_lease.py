@@ -13,13 +13,13 @@ from types import SimpleNamespace
 import pytest
 from lifecycle_fakes import MemoryRecords
 
-from bringup.netbox import lease as leases
 from bringup.errors import NetBoxPreconditionFailed, NetBoxRequestError, PreconditionFailed
-from bringup.netbox.lease import Claimant, Lease, LeaseHeld, LeaseLost, Renewer, decide, fence
 from bringup.lifecycle.engine import STEP_NAMES, Lifecycle, State
-from bringup.netbox.adapter import NetBox
-from bringup.netbox.records import NetBoxRecords
 from bringup.lifecycle.results import Evidence, StepResult
+from bringup.netbox import lease as leases
+from bringup.netbox.adapter import NetBox
+from bringup.netbox.lease import Claimant, Lease, LeaseHeld, LeaseLost, Renewer, decide, fence
+from bringup.netbox.records import NetBoxRecords
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 A = Claimant(run="run-a", host="ctl-1", pid=100, pidns="pid:[1]")

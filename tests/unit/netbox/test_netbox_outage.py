@@ -13,8 +13,8 @@ from lifecycle_fakes import MemoryRecords
 
 from bringup.errors import NetBoxUnavailable
 from bringup.lifecycle.engine import STEP_NAMES, Lifecycle, State
-from bringup.netbox.records import NetBoxRecords
 from bringup.lifecycle.results import Evidence, StepResult
+from bringup.netbox.records import NetBoxRecords
 from bringup.netbox.spool import ResultSpooled, Spool
 
 DOC = {"plan": {"checks": ["nccl"]}, "rc": 0, "document": {"checks": [{"name": "nccl", "status": "pass"}]}}

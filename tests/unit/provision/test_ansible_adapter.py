@@ -6,8 +6,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from bringup.remote.ansible import SshAccess, _collect, _envvars, _inventory, _message, run_playbook
 from bringup.errors import ConfigError
+from bringup.remote.access import SshAccess
+from bringup.remote.ansible import _collect, _envvars, _inventory, _message, run_playbook
 
 
 def ev(kind, host, task, res, **extra):

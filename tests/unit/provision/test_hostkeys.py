@@ -7,9 +7,9 @@ import threading
 import paramiko
 import pytest
 
-from bringup.provision import hostkeys
 from bringup.errors import ConfigError
-from bringup.remote.ssh import expected_host_key
+from bringup.provision import hostkeys
+from bringup.remote.access import expected_host_key
 
 
 def test_generated_pair_matches_and_repr_hides_the_private_half():

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import pytest
 
 from bringup.errors import SSHError
+from bringup.provision.ansible_steps import pack_agent
 from bringup.provision.image import load_manifest
 from bringup.provision.redfish_steps import apply_bios_profile, install_os
-from bringup.provision.ansible_steps import pack_agent
 from bringup.redfish.models import BiosResult
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bringup.redfish.actions import pick_seed_medium
+from bringup.redfish.manager import pick_seed_medium
 from bringup.redfish.models import VirtualMediaDoc, parse
 
 DIR = Path(__file__).resolve().parents[2] / "fixtures" / "redfish" / "dmtf-virtualmedia"

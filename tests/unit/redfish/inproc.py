@@ -11,9 +11,9 @@ from urllib.parse import urlencode
 
 from requests_toolbelt import MultipartEncoder
 
-from bringup.redfish.client import Bmc
+from bringup.redfish.bmc import Bmc
 from bringup.redfish.models import ServiceRootDoc, parse
-from bringup.redfish.transport import Credentials, Reply, Session
+from bringup.redfish.session import Credentials, Reply, Session
 from bringup.sku import load_skus, nic_counts
 from lab.bmcsim.profile import load_profile
 from lab.bmcsim.service import BmcService

@@ -1,4 +1,4 @@
-"""The firmware update client (bringup.redfish.update) on every simulated vendor layout,
+"""The firmware update client (bringup.redfish.update_service) on every simulated vendor layout,
 in-process: SimpleUpdate, the Task followed, staged images activated by a reset, versions
 read back; a failed image; a BMC that only takes a multipart push."""
 
@@ -11,7 +11,7 @@ import pytest
 from inproc import client, sim
 
 from bringup.errors import RedfishError
-from bringup.redfish.tasks import state_of
+from bringup.redfish.task import state_of
 from lab.bmcsim.profile import UpdateSpec
 
 FW = "/redfish/v1/UpdateService/FirmwareInventory"
@@ -137,7 +137,7 @@ def test_a_push_answer_naming_its_task_only_in_a_message_is_followed(monkeypatch
     polls = []
 
     def call(method, path, **kw):
-        from bringup.redfish.transport import Reply
+        from bringup.redfish.session import Reply
         if path == "/redfish/v1/UpdateService/upload":
             bmc.session.calls.append((method, path))
             return Reply(202, accepted, {})

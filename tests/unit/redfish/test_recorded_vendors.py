@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bringup.errors import ParseError
+from bringup.redfish.chassis import classify, maybe_gpu
 from bringup.redfish.models import (
     EthernetInterfaceDoc,
     PCIeDeviceDoc,
@@ -18,10 +19,9 @@ from bringup.redfish.models import (
     TaskDoc,
     parse,
 )
-from bringup.redfish.pcie import classify, maybe_gpu
 from bringup.redfish.quirks import quirks_for
-from bringup.redfish.tasks import settled, state_of
-from bringup.redfish.transport import Credentials, Session
+from bringup.redfish.session import Credentials, Session
+from bringup.redfish.task import settled, state_of
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "redfish"
 

@@ -7,8 +7,8 @@ import time
 import pytest
 
 from bringup.errors import RedfishTaskError, RedfishTimeoutError
-from bringup.redfish.tasks import follow
-from bringup.redfish.transport import Reply
+from bringup.redfish.session import Reply
+from bringup.redfish.task import follow
 
 
 class Scripted:

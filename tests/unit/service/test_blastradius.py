@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 import pytest
 
+from bringup.errors import ConfigError
+from bringup.resources import data_file
 from bringup.service.blastradius import (
     Event,
     Request,
@@ -18,8 +20,6 @@ from bringup.service.blastradius import (
     pools_of,
     refusals,
 )
-from bringup.errors import ConfigError
-from bringup.resources import data_file
 
 AT = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
-from bringup.service.blastradius import Request
 from bringup.service import guard
+from bringup.service.blastradius import Request
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from bringup.service import health as hw
 from bringup.acceptance.thresholds import load_thresholds_file
+from bringup.service import health as hw
 from burnin.checks.base import CheckResult, Context
 from burnin.checks.gpu import EccCheck, NvlinkCheck
 from burnin.nvml import Unsupported

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from lifecycle_fakes import MemoryRecords
 
+from bringup.admission.labels import QUARANTINE_KEY, Taint
 from bringup.errors import KubeAuthError, KubeConflictError, KubeError, KubeNotFoundError, KubeTransientError
 from bringup.kube.models import NodeState, QuarantineResult
-from bringup.admission.labels import QUARANTINE_KEY, Taint
 from bringup.lifecycle.engine import STEP_NAMES, Lifecycle, State
 from bringup.lifecycle.results import StepResult
 from bringup.service import reconcile as rc

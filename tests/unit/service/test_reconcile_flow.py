@@ -89,8 +89,9 @@ def test_a_run_with_every_node_in_service_publishes_nothing_and_needs_no_cluster
     assert flow_mod.converge(reports) == [] and artifacts == []
 
 
-def test_a_runtime_without_a_cluster_has_nothing_to_reconcile(artifacts):
-    runtime.use(SimpleNamespace(lifecycle=None))
+def test_a_runtime_without_a_cluster_has_nothing_to_reconcile(artifacts, tmp_path):
+    from bench.simruntime import SimRuntime  # the bench's: no cluster, its reconcile says so
+    runtime.use(SimRuntime(str(tmp_path), {}))
     try:
         reports = [NodeReport(node="q1", rack="r1", verdict="quarantined", stage="quarantined")]
         assert flow_mod.converge(reports) == [] and artifacts == []

@@ -1,23 +1,28 @@
-"""HTTP to one BMC: TLS, sessions, retries, login and relogin, ``$expand`` negotiation.
+"""The service root and the SessionService: HTTP to one BMC, TLS, retries, login, ``$expand``.
 
-Built on DMTF's python-redfish-library (``redfish.redfish_client``), which does the HTTP,
-sessions and Basic auth. On top of it:
+Built on DMTF's python-redfish-library (``redfish.redfish_client``), which does the HTTP
+and holds the session token. On top of it:
 
 - TLS verification on by default. The library verifies only when given a ``cafile``
   (``verify=False`` otherwise), so it always gets one: the operator's CA bundle, or
   certifi's store; ``insecure=True`` is the only way to turn verification off.
-- Our own retries with exponential backoff, on connection errors and transient statuses
-  only (the library's ``max_retry`` retries everything after a fixed 1 s, so it is 0).
-- Every status goes through :func:`bringup.redfish.responses.raise_for_response`.
+- Our own retries (:func:`bringup.retry.retry`), on connection errors and transient
+  statuses only (the library's ``max_retry`` retries everything after a fixed 1 s, so it is 0).
+- Every status, the login's included, goes through
+  :func:`bringup.redfish.responses.raise_for_response`. The library's ``login()`` reports a
+  refused session only as an exception whose *text* holds the status
+  (``InvalidCredentialsError``, ``SessionCreationError("HTTP 403: ...")``), so the session
+  POST is sent here, its reply judged by the map like any other, and the token handed to
+  the library (``set_session_key``); without a usable SessionService (405, 404, 400) every
+  request carries Basic authentication instead (``set_authorization_key``).
 - ``request_count``: HTTP requests actually sent (retries included), for the benchmark.
 """
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
-import random
-import re
 import ssl
 import threading
 import time
@@ -27,13 +32,7 @@ from typing import Any, Self
 import certifi
 import requests
 from redfish import redfish_client
-from redfish.rest.v1 import (
-    InvalidCredentialsError,
-    JsonDecodingError,
-    RetriesExhaustedError,
-    ServerDownOrUnreachableError,
-    SessionCreationError,
-)
+from redfish.rest.v1 import JsonDecodingError, RetriesExhaustedError
 from requests.adapters import HTTPAdapter
 from urllib3.util.ssl_ import create_urllib3_context
 
@@ -41,20 +40,33 @@ from bringup.errors import (
     ParseError,
     RedfishAuthError,
     RedfishError,
+    RedfishNotFoundError,
     RedfishRequestError,
-    RedfishServerError,
     RedfishTimeoutError,
     RedfishTLSError,
+    TransientError,
 )
-
 from bringup.redfish.models import ServiceRootDoc, parse
-from bringup.redfish.responses import TRANSIENT, raise_for_response
+from bringup.redfish.responses import TRANSIENT, extended_info, message_id, raise_for_response
+from bringup.retry import Backoff, retry
 
 log = logging.getLogger(__name__)
 
 ROOT = "/redfish/v1/"
-BACKOFF_BASE = 0.25
-BACKOFF_MAX = 4.0
+#: where sessions are created when the service root does not say (DSP0266)
+SESSIONS = "/redfish/v1/SessionService/Sessions"
+#: pauses between tries of one request or of the login: 0.25 s doubling to 4 s, jittered
+BACKOFF = Backoff(first=0.25, factor=2.0, cap=4.0, jitter=0.5)
+
+
+def now() -> float:
+    """The adapter's clock, looked up at each call (tests move ``time.monotonic``)."""
+    return time.monotonic()
+
+
+def pause(seconds: float) -> None:
+    """The adapter's sleep, looked up at each call (tests replace ``time.sleep``)."""
+    time.sleep(seconds)
 
 
 @dataclass(frozen=True)
@@ -121,6 +133,14 @@ class Reply:
     headers: dict[str, str]
 
 
+class _Busy(Exception):
+    """A transient status, carried out of one try so :func:`retry` tries again."""
+
+    def __init__(self, reply: Reply) -> None:
+        super().__init__(f"HTTP {reply.status}")
+        self.reply = reply
+
+
 class Session:
     """Logged-in HTTP access to one BMC's Redfish service."""
 
@@ -130,6 +150,7 @@ class Session:
         self.base_url = address.rstrip("/") if "://" in address else f"https://{address}:{port}"
         self.timeout = timeout
         self.retries = max(0, retries)
+        self._creds = creds
         cafile = None if insecure else (str(ca_bundle) if ca_bundle else certifi.where())
         self._adapter = _CountingAdapter(_verifying_context(cafile) if cafile else None)
         self._client = redfish_client(base_url=self.base_url, username=creds.username, password=creds.password,
@@ -142,6 +163,7 @@ class Session:
         self._client._session.trust_env = False
         self._logged_in = False
         self._session_auth = False   # True once logged in with a SessionService session
+        self._sessions_uri = SESSIONS
         self.root: ServiceRootDoc | None = None
         #: False turns $expand off (the ``expand`` quirk, or a caller's override)
         self.expand = True
@@ -154,15 +176,13 @@ class Session:
     def name(self) -> str:
         return f"BMC {self.address}"
 
-    def _sleep_backoff(self, attempt: int) -> None:
-        delay = min(BACKOFF_MAX, BACKOFF_BASE * (2 ** attempt))
-        time.sleep(delay * (0.5 + random.random() / 2))
-
     def _transport_error(self, exc: BaseException, method: str, path: str) -> RedfishError:
         cause = exc.__cause__ or exc
         if isinstance(cause, requests.exceptions.SSLError):
             return RedfishTLSError(f"{self.name}: TLS verification failed for {self.base_url}: {cause}",
-                                   hint="pass the BMC CA with ca_bundle=, or insecure=True for a lab")
+                                   hint="set bmc_ca_bundle in the controller's settings to the CA that signed "
+                                        "this BMC's certificate (ca_bundle= when calling connect); "
+                                        "bmc_insecure: true turns verification off, for a lab only")
         if isinstance(cause, requests.exceptions.Timeout):
             return RedfishTimeoutError(f"{self.name}: no answer to {method} {path} within {self.timeout:g}s",
                                        hint="check the BMC is up and not overloaded; retry later")
@@ -170,49 +190,54 @@ class Session:
                                    hint="check the address, port and the BMC network")
 
     # --- requests -----------------------------------------------------------------------
+    def _exchange(self, method: str, path: str, *, body: Any = None, args: dict[str, Any] | None = None,
+                  headers: dict[str, str] | None = None) -> Reply:
+        """One HTTP exchange, never retried; a transport failure is raised as our error (its
+        ``__cause__`` the requests exception), the status is not judged."""
+        kwargs: dict[str, Any] = {"timeout": self.timeout}
+        if args:
+            kwargs["args"] = args
+        if body is not None:
+            kwargs["body"] = body
+        if headers:
+            kwargs["headers"] = dict(headers)   # the library adds its own to this dict
+        try:
+            resp = getattr(self._client, method.lower())(path, **kwargs)
+        except RetriesExhaustedError as exc:
+            raise self._transport_error(exc, method, path) from exc.__cause__
+        return Reply(resp.status, self._decode(resp, path, lenient=resp.status >= 400),
+                     {k.lower(): v for k, v in resp.getheaders()})
+
     def call(self, method: str, path: str, *, body: Any = None, args: dict[str, Any] | None = None,
              headers: dict[str, str] | None = None) -> Reply:
         """One request with our retry policy; the status is *not* judged here (see :meth:`request`).
         ``headers``: extra request headers (``Content-Type: multipart/form-data`` makes the
         library encode ``body``'s parts as a multipart form, for a firmware push)."""
-        reply: Reply | None = None
         relogged = False
-        for attempt in range(self.retries + 1):
-            if attempt:
-                self._sleep_backoff(attempt - 1)
-            fn = getattr(self._client, method.lower())
-            kwargs: dict[str, Any] = {"timeout": self.timeout}
-            if args:
-                kwargs["args"] = args
-            if body is not None:
-                kwargs["body"] = body
-            if headers:
-                kwargs["headers"] = dict(headers)   # the library adds its own to this dict
-            try:
-                resp = fn(path, **kwargs)
-                if resp.status == 401 and self._session_auth and not relogged:
-                    # the session timed out (BMCs drop idle ones after their SessionTimeout,
-                    # e.g. while an OS installs) or was deleted: log in again, once
-                    relogged = True
-                    log.info("%s: session no longer valid; logging in again", self.name)
-                    self._relogin()
-                    resp = fn(path, **kwargs)
-            except RetriesExhaustedError as exc:
-                err = self._transport_error(exc, method, path)
-                cause = exc.__cause__
-                # a read timeout on a non-idempotent request may have been acted on: no retry
-                if isinstance(cause, requests.exceptions.SSLError) or (
-                        isinstance(cause, requests.exceptions.ReadTimeout) and method != "GET"):
-                    raise err from None
-                if attempt == self.retries:
-                    raise err from None
-                continue
-            headers = {k.lower(): v for k, v in resp.getheaders()}
-            reply = Reply(resp.status, self._decode(resp, path, lenient=resp.status >= 400), headers)
-            if resp.status not in TRANSIENT:
-                return reply
-        assert reply is not None
-        return reply
+
+        def once() -> Reply:
+            nonlocal relogged
+            reply = self._exchange(method, path, body=body, args=args, headers=headers)
+            if reply.status == 401 and self._session_auth and not relogged:
+                # the session timed out (BMCs drop idle ones after their SessionTimeout,
+                # e.g. while an OS installs) or was deleted: log in again, once
+                relogged = True
+                log.info("%s: session no longer valid; logging in again", self.name)
+                self._open_session()
+                reply = self._exchange(method, path, body=body, args=args, headers=headers)
+            if reply.status in TRANSIENT:
+                raise _Busy(reply)
+            return reply
+
+        def acted_on(exc: BaseException) -> bool:
+            # a read timeout on a non-idempotent request may have been acted on: no retry
+            return method != "GET" and isinstance(exc.__cause__, requests.exceptions.ReadTimeout)
+
+        try:
+            return retry(once, attempts=self.retries + 1, retry_on=(RedfishTimeoutError, _Busy),
+                         give_up=acted_on, backoff=BACKOFF, sleep=pause, clock=now)
+        except _Busy as busy:
+            return busy.reply   # still busy after the retries: the status map says what it means
 
     def request(self, method: str, path: str, *, body: Any = None, args: dict[str, Any] | None = None,
                 headers: dict[str, str] | None = None) -> Reply:
@@ -266,72 +291,54 @@ class Session:
 
     # --- login --------------------------------------------------------------------------
     def login(self) -> ServiceRootDoc:
-        """Open a session (Basic auth where the service has none) and read the service root."""
-        last: RedfishError | None = None
-        for attempt in range(self.retries + 1):
-            if attempt:
-                self._sleep_backoff(attempt - 1)
-            try:
-                self._login_once()
-                break
-            except RetriesExhaustedError as exc:
-                last = self._transport_error(exc, "GET", ROOT)
-                if isinstance(exc.__cause__, requests.exceptions.SSLError):
-                    raise last from None
-            except ServerDownOrUnreachableError as exc:
-                status = getattr(getattr(exc, "response", None), "status", None)
-                if status is not None and status < 500 and status != 503:
-                    raise RedfishRequestError(f"{self.name}: the service root answered HTTP {status}",
-                                              hint="check the BMC address and that Redfish is enabled") from None
-                last = RedfishServerError(f"{self.name}: the service root answered HTTP {status}",
-                                          hint="the BMC's Redfish service is failing; retry later or reset the BMC")
-            except JsonDecodingError:
-                raise ParseError("the service root is not valid JSON; it may be truncated", path="$",
-                                 source=f"{self.name} {ROOT}", hint="check the BMC firmware") from None
-        else:
-            assert last is not None
-            raise last
-        if self._client.root_resp.status != 200:
-            # some BMCs answer 401 on the service root until logged in: read it again now
-            self.root = parse(ServiceRootDoc, self.get(ROOT), ROOT)
-        else:
-            try:
-                self.root = parse(ServiceRootDoc, self._client.root_resp.dict, ROOT)
-            except JsonDecodingError:
-                raise ParseError("the service root is not valid JSON", path="$",
-                                 source=f"{self.name} {ROOT}") from None
+        """Read the service root and open a session (Basic auth where the service has none);
+        transient failures are tried again, the rest raised as the status map says."""
+        self.root = retry(self._login_once, attempts=self.retries + 1, retry_on=(TransientError,),
+                          backoff=BACKOFF, sleep=pause, clock=now)
         return self.root
 
-    def _login_once(self) -> None:
-        self._session_auth = False
-        try:
-            self._client.login(auth="session")
-            self._session_auth = True
-        except InvalidCredentialsError:
-            raise RedfishAuthError(f"{self.name} refused our credentials (HTTP 401)",
-                                   hint="check the BMC user name and password in the credentials file") from None
-        except SessionCreationError as exc:
-            if "HTTP 403" in str(exc):
-                raise RedfishAuthError(f"{self.name} refused our credentials (HTTP 403)",
-                                       hint="the account lacks the Login privilege") from None
-            if re.search(r"HTTP 5\d\d", str(exc)):
-                raise ServerDownOrUnreachableError(str(exc)) from None
-            # no usable SessionService: fall back to Basic authentication on every request
-            log.info("%s: session login failed (%s); using Basic authentication", self.name,
-                     str(exc).splitlines()[0])
-            try:
-                self._client.login(auth="basic")
-            except InvalidCredentialsError:
-                raise RedfishAuthError(f"{self.name} refused our credentials (HTTP 401, Basic)",
-                                       hint="check the BMC user name and password") from None
+    def _login_once(self) -> ServiceRootDoc:
+        reply = self._exchange("GET", ROOT)
+        root: ServiceRootDoc | None = None
+        # some BMCs answer 401 on the service root until logged in: read it again afterwards
+        if reply.status != 401:
+            raise_for_response(reply.status, reply.doc, "GET", ROOT, self.name)
+            root = parse(ServiceRootDoc, reply.doc, ROOT)
+            sessions = root.Links.Sessions if root.Links else None
+            self._sessions_uri = sessions.odata_id if sessions else SESSIONS
+        self._open_session()
         self._logged_in = True
+        return root or parse(ServiceRootDoc, self.get(ROOT), ROOT)
 
-    def _relogin(self) -> None:
-        """A new session on the same BMC (the old one is gone: nothing to log out)."""
+    def _open_session(self) -> None:
+        """POST a new session; its reply goes through the status map. A refusal (401, 403) or
+        a busy service raises; a service without sessions (400, 404, 405) gets Basic auth."""
+        self._session_auth = False
+        self._client.set_session_key(None)       # a dead session's token must not ride along
+        self._client.set_authorization_key(None)
+        uri = self._sessions_uri
+        reply = self._exchange("POST", uri, body={"UserName": self._creds.username,
+                                                  "Password": self._creds.password})
+        token = reply.headers.get("x-auth-token")
+        if reply.status < 300 and token:
+            self._client.set_session_key(token)
+            doc = reply.doc if isinstance(reply.doc, dict) else {}
+            self._client.set_session_location(reply.headers.get("location") or doc.get("@odata.id"))
+            self._session_auth = True
+            if any(message_id(m).endswith("PasswordChangeRequired") for m in extended_info(reply.doc)):
+                self._logged_in = True   # so that close() deletes the session
+                raise RedfishAuthError(f"{self.name}: the account {self._creds.username!r} must change its "
+                                       "password before it may be used",
+                                       hint="set a new password on the BMC and in the credentials file")
+            return
         try:
-            self._login_once()
-        except (RetriesExhaustedError, ServerDownOrUnreachableError) as exc:
-            raise self._transport_error(exc, "POST", "SessionService/Sessions") from None
+            raise_for_response(reply.status, reply.doc, "POST", uri, self.name)
+        except (RedfishRequestError, RedfishNotFoundError) as exc:
+            log.info("%s: no session (%s); using Basic authentication", self.name, exc)
+        # no usable SessionService: Basic authentication on every request; a wrong password
+        # is then the first request's 401, through the same status map
+        basic = base64.b64encode(f"{self._creds.username}:{self._creds.password}".encode()).decode()
+        self._client.set_authorization_key(f"Basic {basic}")
 
     def close(self) -> None:
         if self._logged_in:

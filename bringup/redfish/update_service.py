@@ -1,9 +1,10 @@
-"""Firmware updates through the BMC's UpdateService, followed to the version read back.
+"""The UpdateService: the FirmwareInventory (what runs on each component) and firmware
+updates, followed to the version read back.
 
 :func:`update_firmware` hands the BMC an image for some FirmwareInventory members
 (``UpdateService.SimpleUpdate`` with ``ImageURI``/``Targets``/``TransferProtocol``: the BMC
 pulls the image, DSP0266 "Simple updates"), follows the Task the 202 names to its end
-(:mod:`.tasks`: a monitor answering 202 or the Task answering 200 with its TaskState),
+(:mod:`.task`: a monitor answering 202 or the Task answering 200 with its TaskState),
 reads the Task's messages, resets the host where the image is staged until the next POST
 (DMTF Update registry ``AwaitToActivate``; the ``firmware_reset_pattern`` quirk) or the
 members still read their old version, waits for POST to end and reads the members again.
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -28,18 +28,16 @@ import requests
 from pydantic import BaseModel, Field
 
 from bringup.errors import ConfigError, RedfishError, RedfishTimeoutError
-
-from bringup.redfish import actions
+from bringup.redfish import system
 from bringup.redfish.models import SoftwareDoc, UpdateServiceDoc, parse
-from bringup.redfish.reader import members
+from bringup.redfish.reader import Reader, members
 from bringup.redfish.responses import messages
-from bringup.redfish.tasks import follow, state_of
+from bringup.redfish.session import now
+from bringup.redfish.task import follow, state_of
 from bringup.redfish.views import Software
 
 if TYPE_CHECKING:
-    from bringup.redfish.client import Bmc
-
-POLL = 1.0
+    from bringup.redfish.bmc import Bmc
 
 
 class UpdateOutcome(BaseModel):
@@ -120,7 +118,7 @@ def _push(bmc: Bmc, svc: UpdateServiceDoc, image: str, targets: list[str],
     params = json.dumps({"Targets": targets, "@Redfish.OperationApplyTime": "Immediate"})
     parts = {"UpdateParameters": (None, params, "application/json"),
              "UpdateFile": (name, data, "application/octet-stream")}
-    assert svc.MultipartHttpPushUri is not None
+    assert svc.MultipartHttpPushUri is not None  # noqa: S101  (narrows the type: the caller checked it)
     reply = bmc.session.request("POST", svc.MultipartHttpPushUri, body=parts,
                                 headers={"Content-Type": "multipart/form-data"})
     return reply.status, reply.doc, reply.headers
@@ -136,7 +134,7 @@ def update_firmware(bmc: Bmc, image: str, targets: list[str], *, reset: bool | N
     if not targets:
         raise ConfigError("a firmware update needs at least one target member")
     timeout = bmc.quirks.firmware_task_seconds if timeout is None else timeout
-    deadline = time.monotonic() + timeout
+    deadline = now() + timeout
     svc = update_service(bmc)
     method = _method(bmc, svc)
     out = UpdateOutcome(image=image, targets=targets, method=method, before=versions(bmc, targets))
@@ -157,7 +155,7 @@ def update_firmware(bmc: Bmc, image: str, targets: list[str], *, reset: bool | N
     task_uri = doc.get("@odata.id") if isinstance(doc, dict) and "TaskState" in doc else _task_in_messages(doc)
     location = headers.get("location") or task_uri
     if status == 202 and location:
-        follow(bmc.session, location, "firmware update", max(1.0, deadline - time.monotonic()))
+        follow(bmc.session, location, "firmware update", max(1.0, deadline - now()))
     task_uri = task_uri or location
     if task_uri:
         _read_task(bmc, task_uri, out)
@@ -167,10 +165,13 @@ def update_firmware(bmc: Bmc, image: str, targets: list[str], *, reset: bool | N
     unchanged = any(out.after[u] == out.before[u] for u in targets)
     if reset or (reset is None and (out.staged or unchanged)):
         sysdoc = bmc.system()
-        actions.power(bmc, "ForceRestart" if sysdoc.PowerState == "On" else "On", wait=True,
-                      timeout=max(1.0, deadline - time.monotonic()))
+        system.power(bmc, "ForceRestart" if sysdoc.PowerState == "On" else "On", wait=True,
+                     timeout=max(1.0, deadline - now()))
         out.resets += 1
-        wait_post(bmc, deadline)
+        # staged images activate during POST: read the members once it is over
+        if not system.until_post_done(bmc, deadline - now()):
+            raise RedfishTimeoutError(f"{bmc.session.name}: the host did not finish POST after the firmware "
+                                      "update", hint="check the system's console through its BMC")
         out.after = versions(bmc, targets)
     return out
 
@@ -201,12 +202,16 @@ def _read_task(bmc: Bmc, uri: str, out: UpdateOutcome) -> None:
                            + ("; ".join(out.messages) or "no message"), hint=f"see {uri} on the BMC")
 
 
-def wait_post(bmc: Bmc, deadline: float) -> None:
-    """Until the host is On and past POST (staged images activate during POST), bounded."""
-    while time.monotonic() < deadline:
-        sysdoc = bmc.system()
-        if sysdoc.PowerState == "On" and actions.post_done(sysdoc) is not False:
-            return
-        time.sleep(POLL)
-    raise RedfishTimeoutError(f"{bmc.session.name}: the host did not finish POST after the firmware update",
-                              hint="check the system's console through its BMC")
+
+def read_firmware(rd: Reader, uri: str) -> None:
+    """The FirmwareInventory for the inventory: ``firmware`` (name, version) and ``software``."""
+    upd = rd.get(uri, levels=2) or {}
+    fw = upd.get("FirmwareInventory")
+    if not (isinstance(fw, dict) and "@odata.id" in fw):
+        return
+    for muri, doc in rd.members(fw):
+        s = rd.parse(SoftwareDoc, doc, muri)
+        if s is not None:
+            rd.inv.firmware.append((s.Name or s.Id, s.Version or ""))
+            rd.inv.software.append(Software(id=s.Id, name=s.Name, version=s.Version, uri=muri,
+                                            updateable=s.Updateable))

@@ -1,28 +1,37 @@
-"""What bringup does to a server through its BMC: power, one-time boot, virtual media,
-and reading whether the last boot failed.
+"""The ComputerSystem: which one is the host, its power, its one-time boot, whether POST
+is over and whether the boot failed, and what it lists for the inventory (processors,
+memory, Ethernet interfaces).
 
-Functions take the :class:`~bringup.redfish.client.Bmc` they act on. Actions answered
-202 are followed to the end (:mod:`bringup.redfish.tasks`). A boot override goes to the
-system, or to the system's ``@Redfish.Settings`` object where the BMC takes it there (AMI
-MegaRAC answers the system with 400 ``OperationSupportedInFutureStateURI``).
+Functions take the :class:`~bringup.redfish.bmc.Bmc` they act on. A boot override goes to
+the system, or to the system's ``@Redfish.Settings`` object where the BMC takes it there
+(AMI MegaRAC answers the system with 400 ``OperationSupportedInFutureStateURI``). Its
+Bios resource is :mod:`.bios`.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-import time
 from typing import TYPE_CHECKING, Any
 
 from bringup.errors import ConfigError, RedfishError, RedfishRequestError, RedfishTimeoutError
-
-from bringup.redfish.models import BootDoc, LogEntryDoc, ManagerDoc, SystemDoc, VirtualMediaDoc, parse
-from bringup.redfish.reader import members
-from bringup.redfish.tasks import follow
-from bringup.redfish.transport import Reply
+from bringup.redfish.models import (
+    BootDoc,
+    EthernetInterfaceDoc,
+    LogEntryDoc,
+    MemoryDoc,
+    ProcessorDoc,
+    SystemDoc,
+    parse,
+)
+from bringup.redfish.reader import Reader, absent, members
+from bringup.redfish.session import now, pause
+from bringup.redfish.task import action
+from bringup.redfish.views import Cpu, Dimm, Gpu, Nic
+from bringup.retry import Backoff, Timeout, poll
 
 if TYPE_CHECKING:
-    from bringup.redfish.client import Bmc
+    from bringup.redfish.bmc import Bmc
 
 log = logging.getLogger(__name__)
 
@@ -30,16 +39,22 @@ POWER_TARGET = {"On": "On", "ForceOn": "On", "ForceRestart": "On", "GracefulRest
                 "PowerCycle": "On", "ForceOff": "Off", "GracefulShutdown": "Off"}
 #: BootProgress states at or past the end of POST
 POST_DONE = {"SystemHardwareInitializationComplete", "SetupEntered", "OSBootStarted", "OSRunning"}
+#: how often a power state and POST are asked while waiting
+POWER_POLL = Backoff(first=0.2, factor=1.0, cap=0.2)
+POST_POLL = Backoff(first=1.0, factor=1.0, cap=1.0)
 
 
-def action(bmc: Bmc, path: str, body: dict[str, Any], what: str, timeout: float = 120.0) -> Reply:
-    reply = bmc.session.request("POST", path, body=body)
-    monitor = reply.headers.get("location")
-    if reply.status == 202 and monitor:
-        follow(bmc.session, monitor, what, timeout)
-    return reply
+def host_system(systems: list[tuple[str, dict[str, Any]]]) -> tuple[str, dict[str, Any]]:
+    """The system bringup boots: one with a BIOS and a Reset action, not a GPU baseboard
+    (``HGX_Baseboard_0`` is a ComputerSystem too, with neither)."""
+    def rank(item: tuple[str, dict[str, Any]]) -> tuple[int, int]:
+        doc = item[1]
+        resettable = "#ComputerSystem.Reset" in (doc.get("Actions") or {})
+        return (0 if "Bios" in doc else 1, 0 if resettable else 1)
+    return min(systems, key=rank)
 
 
+# --- power and POST ----------------------------------------------------------------------
 def power(bmc: Bmc, reset_type: str, wait: bool = True, timeout: float = 120.0) -> str:
     """Reset the system (On, ForceOff, GracefulShutdown, ForceRestart...); returns the PowerState."""
     sysdoc = bmc.system()
@@ -47,22 +62,19 @@ def power(bmc: Bmc, reset_type: str, wait: bool = True, timeout: float = 120.0) 
         return "On"
     if not sysdoc.reset_target:
         raise RedfishError(f"{bmc.session.name}: the system has no ComputerSystem.Reset action")
-    action(bmc, sysdoc.reset_target, {"ResetType": reset_type}, f"reset {reset_type}", timeout)
+    action(bmc.session, sysdoc.reset_target, {"ResetType": reset_type}, f"reset {reset_type}", timeout)
     if not wait or reset_type not in POWER_TARGET:
         return bmc.system().PowerState
     return wait_power(bmc, POWER_TARGET[reset_type], timeout, after=reset_type)
 
 
 def wait_power(bmc: Bmc, want: str, timeout: float, after: str = "") -> str:
-    deadline = time.monotonic() + timeout
-    while True:
-        state = bmc.system().PowerState
-        if state == want:
-            return state
-        if time.monotonic() > deadline:
-            raise RedfishTimeoutError(f"{bmc.session.name}: PowerState is {state}, not {want}, "
-                                      f"{timeout:g}s after {after or 'the reset'}", hint="check the system's power")
-        time.sleep(0.2)
+    try:
+        return poll(lambda: bmc.system().PowerState, done=lambda state: state == want, timeout=timeout,
+                    what=f"PowerState {want}", backoff=POWER_POLL, sleep=pause, clock=now)
+    except Timeout as exc:
+        raise RedfishTimeoutError(f"{bmc.session.name}: PowerState is {exc.last}, not {want}, "
+                                  f"{timeout:g}s after {after or 'the reset'}", hint="check the system's power") from None
 
 
 def post_done(sysdoc: SystemDoc) -> bool | None:
@@ -72,6 +84,20 @@ def post_done(sysdoc: SystemDoc) -> bool | None:
     return sysdoc.PowerState == "On" and sysdoc.BootProgress.LastState in POST_DONE
 
 
+def until_post_done(bmc: Bmc, timeout: float) -> bool:
+    """Wait until the host is On and past POST (as far as the BMC tells); False when
+    ``timeout`` passed first. Staged BIOS settings and firmware images apply during POST."""
+    def over(sysdoc: SystemDoc) -> bool:
+        return sysdoc.PowerState == "On" and post_done(sysdoc) is not False
+    try:
+        poll(bmc.system, done=lambda s: s is not None and over(s), timeout=max(0.0, timeout),
+             what="the end of POST", backoff=POST_POLL, sleep=pause, clock=now)
+        return True
+    except Timeout:
+        return False
+
+
+# --- one-time boot -----------------------------------------------------------------------
 def _settings_uri(sysdoc: SystemDoc) -> str | None:
     so = sysdoc.settings.SettingsObject if sysdoc.settings else None
     return so.odata_id if so else None
@@ -132,100 +158,13 @@ def clear_boot_override(bmc: Bmc) -> None:
     _patch_boot(bmc, bmc.system(), boot)
 
 
-# --- virtual media ----------------------------------------------------------------------
-def all_media(bmc: Bmc) -> list[tuple[str, VirtualMediaDoc]]:
-    """Every virtual medium of the system (under the system, else under its managers)."""
-    colls: list[str] = []
-    sysdoc = bmc.system()
-    if sysdoc.VirtualMedia:
-        colls.append(sysdoc.VirtualMedia.odata_id)
-    elif bmc.session.root and bmc.session.root.Managers:
-        for uri, doc in members(bmc.session, bmc.session.root.Managers.odata_id):
-            vm = parse(ManagerDoc, doc, uri).VirtualMedia
-            if vm:
-                colls.append(vm.odata_id)
-    return [(uri, parse(VirtualMediaDoc, doc, uri)) for coll in colls for uri, doc in members(bmc.session, coll)]
-
-
-def _is_cd(media: VirtualMediaDoc) -> bool:
-    return bool({"CD", "DVD"} & set(media.MediaTypes or []))
-
-
-def cd_media(bmc: Bmc) -> tuple[str, VirtualMediaDoc]:
-    for uri, media in all_media(bmc):
-        if _is_cd(media):
-            return uri, media
-    raise RedfishError(f"{bmc.session.name} has no virtual CD/DVD drive", hint="check the BMC license/features")
-
-
-def pick_seed_medium(media: list[tuple[str, VirtualMediaDoc]]) -> tuple[str, VirtualMediaDoc] | None:
-    """Where the install seed goes, beside the installer on the first CD: a removable disk
-    (USBStick / Floppy: the DMTF mockups' ``Floppy1``, iDRAC's ``RemovableDisk``), else a
-    second CD drive. cloud-init finds the ``cidata`` file system on either."""
-    cds = [m for m in media if _is_cd(m[1])]
-    first_cd = cds[0][0] if cds else None
-    removable = [m for m in media if {"USBStick", "Floppy"} & set(m[1].MediaTypes or []) and m[0] != first_cd]
-    return (removable or cds[1:] or [None])[0]
-
-
-def seed_media(bmc: Bmc) -> tuple[str, VirtualMediaDoc]:
-    found = pick_seed_medium(all_media(bmc))
-    if found is None:
-        raise RedfishError(f"{bmc.session.name} has one virtual medium only; the install seed needs a second "
-                           "(a virtual USB stick or a second CD)",
-                           hint="serve the seed as a ds=nocloud URL on the kernel command line instead, "
-                                "or enable the BMC's second virtual medium")
-    return found
-
-
-def _insert(bmc: Bmc, uri: str, media: VirtualMediaDoc, image_url: str, timeout: float) -> None:
-    if media.Inserted and media.Image == image_url:
-        return
-    if media.Inserted:
-        _eject(bmc, uri, media)
-    target = ((media.Actions or {}).get("#VirtualMedia.InsertMedia") or {}).get("target")
-    if not target:
-        raise RedfishError(f"{bmc.session.name}: {uri} has no InsertMedia action")
-    action(bmc, target, {"Image": image_url, "Inserted": True, "WriteProtected": True}, "insert media", timeout)
-    got = parse(VirtualMediaDoc, bmc.session.get(uri), uri)
-    if not got.Inserted or got.Image != image_url:
-        raise RedfishError(f"{bmc.session.name}: virtual media reads Inserted={got.Inserted} Image={got.Image!r} "
-                           f"after inserting {image_url}", hint="check the BMC can reach the image URL")
-
-
-def _eject(bmc: Bmc, uri: str, media: VirtualMediaDoc) -> None:
-    if not media.Inserted:
-        return
-    target = ((media.Actions or {}).get("#VirtualMedia.EjectMedia") or {}).get("target")
-    if not target:
-        raise RedfishError(f"{bmc.session.name}: {uri} has no EjectMedia action")
-    action(bmc, target, {}, "eject media")
-
-
-def insert_media(bmc: Bmc, image_url: str, timeout: float = 120.0) -> None:
-    _insert(bmc, *cd_media(bmc), image_url, timeout)
-
-
-def eject_media(bmc: Bmc) -> None:
-    _eject(bmc, *cd_media(bmc))
-
-
-def insert_seed(bmc: Bmc, seed_url: str, timeout: float = 120.0) -> None:
-    """Attach the node's NoCloud seed image as its second virtual medium."""
-    _insert(bmc, *seed_media(bmc), seed_url, timeout)
-
-
-def eject_seed(bmc: Bmc) -> None:
-    _eject(bmc, *seed_media(bmc))
-
-
-# --- did the boot fail? -------------------------------------------------------------------
+# --- did the boot fail? (the system's LogServices) --------------------------------------
 def _log_entries(bmc: Bmc) -> list[tuple[str, LogEntryDoc]]:
     sysdoc = bmc.system()
     if not sysdoc.LogServices:
         return []
     out = []
-    for suri, service in members(bmc.session, sysdoc.LogServices.odata_id):
+    for _suri, service in members(bmc.session, sysdoc.LogServices.odata_id):
         entries = service.get("Entries")
         if not isinstance(entries, dict) or "@odata.id" not in entries:
             continue
@@ -257,3 +196,45 @@ def boot_failure(bmc: Bmc, before: set[str]) -> str | None:
             return (f"{entry.Message or entry.MessageId} (log entry {uri}"
                     + (f"; BootProgress {state}" if state else "") + ")")
     return None
+
+
+# --- inventory: what a system lists ------------------------------------------------------
+def read_processors(bmc: Bmc, rd: Reader, coll: str | dict[str, Any]) -> None:
+    inv = rd.inv
+    gpu_types = {t.upper() for t in bmc.quirks.gpu_processor_types}
+    for uri, doc in rd.members(coll):
+        p = None if absent(doc) else rd.parse(ProcessorDoc, doc, uri)
+        if p is None:
+            continue
+        kind = (p.ProcessorType or "CPU").upper()
+        if kind in gpu_types:
+            mem = p.MemorySummary.TotalMemorySizeMiB if p.MemorySummary else None
+            if mem is None and p.ProcessorMemory:
+                mem = sum(int(m.get("CapacityMiB") or 0) for m in p.ProcessorMemory) or None
+            gpu = Gpu(id=p.Id, model=p.Model, manufacturer=p.Manufacturer, serial=p.SerialNumber, uuid=p.UUID,
+                      memory_mib=mem, ecc_enabled=p.MemorySummary.ECCModeEnabled if p.MemorySummary else None,
+                      health=p.Status.Health if p.Status else None, uri=uri)
+            if not inv.knows_gpu(gpu):
+                inv.gpus.append(gpu)
+        elif kind == "CPU":
+            inv.cpus.append(Cpu(id=p.Id, model=p.Model, cores=p.TotalCores))
+
+
+def read_memory(rd: Reader, coll: str | dict[str, Any]) -> None:
+    for muri, mdoc in rd.members(coll):
+        m = None if absent(mdoc) else rd.parse(MemoryDoc, mdoc, muri)
+        if m is not None:
+            rd.inv.memory.append(Dimm(id=m.Id, capacity_mib=m.CapacityMiB, ecc=m.ErrorCorrection))
+
+
+def read_interfaces(rd: Reader, coll: str | dict[str, Any], owner: str) -> None:
+    """EthernetInterfaces of a system or a manager; a MAC seen before is not listed twice."""
+    inv = rd.inv
+    seen = inv.nic_by_mac()
+    for uri, doc in rd.members(coll):
+        e = None if absent(doc) else rd.parse(EthernetInterfaceDoc, doc, uri)
+        if e is None or e.MACAddress in seen:
+            continue
+        nic = Nic(id=e.Id, mac=e.MACAddress, link=e.LinkStatus, speed_mbps=e.SpeedMbps, owner=owner, uri=uri)
+        inv.nics.append(nic)
+        seen[nic.mac] = nic

@@ -1,37 +1,28 @@
 """The BMC adapter's front: :func:`connect` and :class:`Bmc`, the only Redfish API callers use.
 
-The work is done in the modules beside this one: :mod:`.transport` (HTTP, TLS, retries,
-login), :mod:`.responses` (the status map), :mod:`.reader` and :mod:`.inventory`
-(reading hardware), :mod:`.actions` (power, boot, virtual media), :mod:`.bios`
-(staged BIOS settings), :mod:`.update` (firmware updates) and :mod:`.tasks` (Tasks and
-Dell Jobs). Vendor differences are
-data in ``quirks.yaml``, applied once the host system's make is known.
+The work is done by one module per Redfish resource beside this one: :mod:`.session`
+(the service root and SessionService: HTTP, TLS, retries, login), :mod:`.system` (the
+host ComputerSystem: power, one-time boot, POST, boot failures), :mod:`.bios` (its staged
+BIOS settings), :mod:`.manager` (virtual media), :mod:`.chassis` (adapters and PCIe
+GPUs), :mod:`.update_service` (FirmwareInventory and updates) and :mod:`.task` (Tasks
+and Dell Jobs); :mod:`.inventory` puts their readings together, :mod:`.responses` is the
+status map, :mod:`.reader` reads collections. Vendor differences are data in
+``quirks.yaml``, applied once the host system's make is known.
 """
 
 from __future__ import annotations
 
 from typing import Any, Self
 
-from bringup.errors import RedfishError
-
-from bringup.redfish import actions, bios, inventory, update
+from bringup.errors import RedfishError, RedfishServerError
+from bringup.redfish import bios, inventory, manager, system, update_service
 from bringup.redfish.models import BiosDoc, SystemDoc, VirtualMediaDoc, parse
 from bringup.redfish.quirks import Quirks, quirks_for
 from bringup.redfish.reader import members
-from bringup.redfish.transport import Credentials, Session
+from bringup.redfish.session import Credentials, Session
 from bringup.redfish.views import BiosResult, Inventory, Software
 
 __all__ = ["Bmc", "Credentials", "connect"]
-
-
-def _host_system(systems: list[tuple[str, dict[str, Any]]]) -> tuple[str, dict[str, Any]]:
-    """The system bringup boots: one with a BIOS and a Reset action, not a GPU baseboard
-    (``HGX_Baseboard_0`` is a ComputerSystem too, with neither)."""
-    def rank(item: tuple[str, dict[str, Any]]) -> tuple[int, int]:
-        doc = item[1]
-        resettable = "#ComputerSystem.Reset" in (doc.get("Actions") or {})
-        return (0 if "Bios" in doc else 1, 0 if resettable else 1)
-    return min(systems, key=rank)
 
 
 class Bmc:
@@ -69,9 +60,10 @@ class Bmc:
     def login(self) -> Bmc:
         root = self.session.login()
         systems = members(self.session, root.Systems.odata_id, levels=self.system_levels)
-        if not systems:
-            raise RedfishError(f"{self.session.name} lists no ComputerSystem", hint="check the BMC is fully booted")
-        uri, doc = _host_system(systems)
+        if not systems:   # a BMC still starting its Redfish service: ask again later
+            raise RedfishServerError(f"{self.session.name} lists no ComputerSystem",
+                                     hint="check the BMC is fully booted")
+        uri, doc = system.host_system(systems)
         host = parse(SystemDoc, doc, uri)
         self.system_uri = uri
         self._fresh = systems
@@ -100,7 +92,7 @@ class Bmc:
         systems, self._fresh = self._fresh, None
         if systems is None:
             root = self.session.root
-            assert root is not None
+            assert root is not None  # noqa: S101  (narrows the type: the session read it)
             systems = members(self.session, root.Systems.odata_id, levels=self.system_levels)
         raw = dict(systems).get(self.system_uri) or self.session.get(self.system_uri)
         return inventory.read(self, raw, parse(SystemDoc, raw, self.system_uri), systems)
@@ -114,37 +106,37 @@ class Bmc:
     # --- actions ------------------------------------------------------------------------
     def power(self, action: str, wait: bool = True, timeout: float = 120.0) -> str:
         """Reset the system (On, ForceOff, GracefulShutdown, ForceRestart...); returns the PowerState."""
-        return actions.power(self, action, wait, timeout)
+        return system.power(self, action, wait, timeout)
 
     def set_boot_once(self, target: str) -> None:
         """Boot from ``target`` (Cd, Pxe, Hdd...) on the next boot only."""
-        actions.set_boot_once(self, target)
+        system.set_boot_once(self, target)
 
     def clear_boot_override(self) -> None:
-        actions.clear_boot_override(self)
+        system.clear_boot_override(self)
 
     def _cd_media(self) -> tuple[str, VirtualMediaDoc]:
-        return actions.cd_media(self)
+        return manager.cd_media(self)
 
     def insert_media(self, image_url: str, timeout: float = 120.0) -> None:
-        actions.insert_media(self, image_url, timeout)
+        manager.insert_media(self, image_url, timeout)
 
     def eject_media(self) -> None:
-        actions.eject_media(self)
+        manager.eject_media(self)
 
     def insert_seed(self, seed_url: str, timeout: float = 120.0) -> None:
-        actions.insert_seed(self, seed_url, timeout)
+        manager.insert_seed(self, seed_url, timeout)
 
     def eject_seed(self) -> None:
-        actions.eject_seed(self)
+        manager.eject_seed(self)
 
     def log_marker(self) -> set[str]:
         """The system log entries present now; pass to :meth:`boot_failure` after a reset."""
-        return actions.log_marker(self)
+        return system.log_marker(self)
 
     def boot_failure(self, before: set[str]) -> str | None:
         """What the BMC says went wrong with the host's boot since ``before``, or None."""
-        return actions.boot_failure(self, before)
+        return system.boot_failure(self, before)
 
     def apply_bios(self, wanted: dict[str, Any], reboot: bool = True, timeout: float = 300.0) -> BiosResult:
         """Stage ``wanted``, reset, wait until the BMC applied it (bounded), read back what took."""
@@ -152,13 +144,13 @@ class Bmc:
 
     def firmware(self) -> list[Software]:
         """The FirmwareInventory members (id, name, version, URI)."""
-        return update.firmware_members(self)
+        return update_service.firmware_members(self)
 
     def update_firmware(self, image: str, targets: list[str], *, reset: bool | None = None,
-                        timeout: float | None = None, fetch=update.fetch_image) -> update.UpdateOutcome:
+                        timeout: float | None = None, fetch=update_service.fetch_image) -> update_service.UpdateOutcome:
         """Apply ``image`` to the members ``targets``, follow the task, reset where the image is
-        staged, and read the members back (:func:`bringup.redfish.update.update_firmware`)."""
-        return update.update_firmware(self, image, targets, reset=reset, timeout=timeout, fetch=fetch)
+        staged, and read the members back (:func:`bringup.redfish.update_service.update_firmware`)."""
+        return update_service.update_firmware(self, image, targets, reset=reset, timeout=timeout, fetch=fetch)
 
 
 def connect(address: str, creds: Credentials, port: int = 443, ca_bundle: str | None = None,
