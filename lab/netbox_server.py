@@ -275,7 +275,7 @@ class NetBox:
         try:
             with urllib.request.urlopen(f"{self.url(port)}/login/", timeout=3) as resp:
                 return resp.status == 200
-        except Exception:  # noqa: BLE001 - any failure to answer means not ready yet
+        except Exception:
             return False
 
     def api_status(self, token: str, port: int = NETBOX_PORT) -> dict:

@@ -250,7 +250,7 @@ class Lab:
                          "url": f"work pool {pool}", "credentials": "-"})
         try:
             fleet = self.fleet()
-        except Exception:  # noqa: BLE001 - status lists what it can even with a broken profile
+        except Exception:
             fleet = None
         for svc in SIM_SERVICES:
             if not svc.available():

@@ -42,7 +42,7 @@ PREFECT_NAME = f"prefect-test{SUFFIX}"
 
 
 def _check_slot() -> None:
-    if SLOT >= len(_REDIS_PAIRS):
+    if len(_REDIS_PAIRS) <= SLOT:
         raise RuntimeError(f"xdist worker {WORKER}: the tests have Redis databases for at most "
                            f"{len(_REDIS_PAIRS) - 1} workers; run with fewer (-n)")
 

@@ -17,7 +17,6 @@ tasks marked ``no_log`` reach us already censored by Ansible, and the private fo
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -144,12 +143,18 @@ def _inventory(hosts: dict[str, dict[str, Any]], access: SshAccess) -> dict[str,
 
 
 def _envvars(tmp: Path, cp: Path, access: SshAccess) -> dict[str, str]:
-    ssh_args = shlex.join([
+    ssh_args = " ".join([
         # one SSH connection per host for the whole run; closed by _close_masters()
-        "-o", "ControlMaster=auto", "-o", "ControlPersist=60s", "-o", f"ControlPath={cp}/%C",
-        # the one host-key policy (bringup.remote.access): our key and pinned host keys only
-        *access.openssh_options(),
-        "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3",
+        "-o ControlMaster=auto -o ControlPersist=60s",
+        f"-o ControlPath={cp}/%C",
+        # the host-key policy of bringup.remote.access, as Ansible's own ssh plugin takes it
+        # (it adds the key file and ConnectTimeout itself, from the variables below)
+        f"-o UserKnownHostsFile={access.known_hosts}",
+        "-o GlobalKnownHostsFile=/dev/null",
+        "-o StrictHostKeyChecking=yes",   # pinned: an unknown or changed key is refused
+        "-o IdentitiesOnly=yes",
+        "-o BatchMode=yes",
+        "-o ServerAliveInterval=5 -o ServerAliveCountMax=3",
     ])
     return {
         "PATH": _path(),
@@ -162,7 +167,7 @@ def _envvars(tmp: Path, cp: Path, access: SshAccess) -> dict[str, str]:
         "ANSIBLE_PRIVATE_KEY_FILE": str(access.key_file),
         "ANSIBLE_PIPELINING": "True",
         "ANSIBLE_SSH_RETRIES": "0",
-        "ANSIBLE_TIMEOUT": str(max(1, round(access.connect_timeout))),
+        "ANSIBLE_TIMEOUT": "10",
         # the image installs python3 there; discovery could pick a stray one from a profile
         "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3",
         "ANSIBLE_RETRY_FILES_ENABLED": "False",
@@ -197,7 +202,7 @@ def run_playbook(playbook: str, hosts: dict[str, dict[str, Any]], extravars: dic
     # control sockets need a short path (108 bytes with the socket name), whatever the
     # caller's folder or TMPDIR (a worker with a deep TMPDIR failed every SSH connection)
     base = tempfile.gettempdir()
-    cp = Path(tempfile.mkdtemp(prefix="bringup-cp-", dir=base if len(base) <= 40 else "/tmp"))
+    cp = Path(tempfile.mkdtemp(prefix="bringup-cp-", dir=base if len(base) <= 40 else "/tmp"))  # noqa: S108 (mkdtemp: 0700, ours)  # noqa: S108  (a short path: the socket path limit is 108 bytes; the folder is 0700 via mkdtemp)
     try:
         runner = ansible_runner.run(
             private_data_dir=str(tmp / "runner"), project_dir=str(playbooks_dir), playbook=str(path),

@@ -191,7 +191,8 @@ class Ssh:
         client = self._connect(target, connect_timeout or self.access.connect_timeout)
         try:
             transport = client.get_transport()
-            assert transport is not None  # connected above
+            if transport is None:  # connect() returned without a transport: nothing to run on
+                raise paramiko.SSHException("no transport after connecting")
             host_key = fingerprint(transport.get_remote_server_key().asbytes())
             chan = transport.open_session(timeout=self.access.connect_timeout)
             chan.exec_command(_command_line(command))
@@ -287,7 +288,8 @@ class Running:
                 self._close()
                 self._completed(None, timed_out=True)
         res = self._result
-        assert res is not None
+        if res is None:  # _finish() or the timeout above always set it
+            raise RuntimeError("a finished command without a result")
         if check and not res.ok:
             how = f"did not finish within {timeout:.0f}s" if res.timed_out else f"exited {res.rc}"
             tail = res.stderr.strip().splitlines()[-1:] or ["no error output"]

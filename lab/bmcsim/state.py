@@ -240,7 +240,7 @@ class BmcState:
     def _install(self, image: str, seed: str | None = None) -> None:
         try:
             result = self.installer(image, seed) if self.installer is not None else None
-        except Exception as exc:  # noqa: BLE001 - whatever the install raised, the host did not boot
+        except Exception as exc:
             log.warning("%s: boot from %s failed: %s", self.node.name, image, exc)
             with self.lock:
                 self._boot_failed(f"{self.profile.boot_failure_message} (virtual media {image}: {exc})")

@@ -8,11 +8,11 @@ import os
 
 import pytest
 
+from bringup.fabric.fabric_step import result_of
 from bringup.fabric.policy import load_fabric_thresholds
 from bringup.fabric.pooltest import Member, PoolTest
 from bringup.fabric.verdicts import matrix_rows, node_documents
 from bringup.sku import load_skus
-from bringup.fabric.fabric_step import result_of
 
 pytestmark = pytest.mark.integration
 SKU = load_skus()["hgx-h100-80gb"]

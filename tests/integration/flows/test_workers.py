@@ -79,5 +79,5 @@ def test_two_workers_share_one_commission_and_the_limits_hold_across_them(reseed
             spans.append((doc["started"], doc["finished"], rec.rack))
     spans.sort()
     assert len(spans) >= 5 and {rack for *_t, rack in spans} == {"r01", "r02"}
-    for (a0, a1, _), (b0, _b1, _) in itertools.pairwise(spans):
+    for (_a0, a1, _), (b0, _b1, _) in itertools.pairwise(spans):
         assert b0 >= a1 - 0.5, ("installs overlapped", spans)

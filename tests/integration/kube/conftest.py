@@ -17,8 +17,8 @@ import ports
 import pytest
 from kubernetes import client as k8s
 
-from bringup.provision.image import load_manifest
 from bringup.kube import KubeAdapter
+from bringup.provision.image import load_manifest
 from bringup.sku import load_skus, nic_counts
 from lab.fleet import FleetProfile, loads_fleet
 from lab.nodes.install import preinstall

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client as k8s
 
+from bringup.admission.labels import QUARANTINE_KEY, REASON_ANNOTATION, node_labels
+from bringup.admission.pool import Pool
 from bringup.errors import (
     DrainTimeoutError,
     KubeAuthError,
@@ -19,8 +21,6 @@ from bringup.errors import (
     KubeTransientError,
 )
 from bringup.kube import KubeAdapter
-from bringup.admission.labels import QUARANTINE_KEY, REASON_ANNOTATION, node_labels
-from bringup.admission.pool import Pool
 from bringup.sku import load_skus
 
 KUBEADM = Path(__file__).resolve().parents[3] / "lab" / "kubeapi" / "bin" / "kubeadm"

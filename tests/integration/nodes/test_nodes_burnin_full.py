@@ -13,10 +13,10 @@ import time
 
 import pytest
 
+from bringup.acceptance.judge import judge
 from bringup.acceptance.plan import make_plan
 from bringup.acceptance.result import parse_result
 from bringup.acceptance.thresholds import thresholds_for
-from bringup.acceptance.judge import judge
 from bringup.provision.ansible_steps import AGENT_DIR, run_burnin
 from bringup.sku import load_skus
 from lab.bmcsim.hardware import gpu_serial, present_gpus

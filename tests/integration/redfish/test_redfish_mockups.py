@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from bringup.discovery.crawl import discover_one
+from bringup.discovery.verify import ExpectedNode
 from bringup.errors import ParseError
 from bringup.redfish import Credentials, connect
 from bringup.sku import load_skus
-from bringup.discovery.verify import ExpectedNode
 
 MOCKUPS = Path(__file__).resolve().parents[4] / "shared" / "redfish" / "mockups"
 
