@@ -62,7 +62,8 @@ def _path(parts: Any) -> str:
     return ".".join(str(p) for p in parts) or "(top)"
 
 
-def _get(doc: Any, path: tuple[str, ...]) -> Any:
+def dig(doc: Any, path: tuple[str, ...]) -> Any:
+    """The value at ``path`` in nested mappings, or None where a part is missing."""
     for part in path:
         if not isinstance(doc, dict) or part not in doc:
             return None
@@ -79,7 +80,7 @@ def validate(doc: Any) -> list[str]:
                 else f"autoinstall: {e.message}"
                 for e in sorted(Draft7Validator(schema()).iter_errors(doc["autoinstall"]), key=lambda e: list(e.path))]
     problems += [f"{_path(path)}: missing ({why})" for path, why in REQUIRED.items()
-                 if _get(doc, path) in (None, "", [], {})]
+                 if dig(doc, path) in (None, "", [], {})]
     return problems
 
 

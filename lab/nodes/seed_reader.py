@@ -12,13 +12,11 @@ at the installer.
 
 from __future__ import annotations
 
-from typing import Any
-
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bringup.provision.hostkeys import public_of
-from bringup.provision.install_seed import IMAGE_RECORD, SeedInvalid, validate
+from bringup.provision.install_seed import IMAGE_RECORD, SeedInvalid, dig, validate
 
 
 class SshKeys(BaseModel):
@@ -60,14 +58,6 @@ class Seed(BaseModel):
     authorized_keys: list[str]
 
 
-def _get(doc: Any, path: tuple[str, ...]) -> Any:
-    for part in path:
-        if not isinstance(doc, dict) or part not in doc:
-            return None
-        doc = doc[part]
-    return doc
-
-
 def parse_seed(text: str, source: str = "user-data") -> Seed:
     """Read a seed's ``user-data`` as an installer would: YAML, schema, then the parts we use.
     Raises :class:`SeedInvalid` naming each problem's path (the node stays at the installer)."""
@@ -96,7 +86,7 @@ def parse_seed(text: str, source: str = "user-data") -> Seed:
         raise SeedInvalid(f"{source}: autoinstall.user-data.write_files: no {IMAGE_RECORD} naming the image")
     if public_of(cc.ssh_keys.ed25519_private).split()[:2] != cc.ssh_keys.ed25519_public.split()[:2]:
         raise SeedInvalid(f"{source}: autoinstall.user-data.ssh_keys: the public key is not the private key's")
-    return Seed(hostname=cc.hostname, image=image, kernel=str(_get(ai, ("kernel", "package")) or ""),
+    return Seed(hostname=cc.hostname, image=image, kernel=str(dig(ai, ("kernel", "package")) or ""),
                 pins={p.package: p.pin.split(" ", 1)[1] for p in prefs},
                 host_public=cc.ssh_keys.ed25519_public, host_private=cc.ssh_keys.ed25519_private,
-                authorized_keys=list(_get(ai, ("ssh", "authorized-keys")) or []))
+                authorized_keys=list(dig(ai, ("ssh", "authorized-keys")) or []))
