@@ -16,13 +16,19 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 NETBOX_VERSION = "4.7.3"
 
-PG_PORT = 55432
-REDIS_PORT = 56379
-NETBOX_PORT = 58080
-PREFECT_PORT = 54200
-KUBE_PORT = 56443
+#: Every fixed port the lab (and tests/ports.py) listens on lies below 32768, outside
+#: Linux's ephemeral range (net.ipv4.ip_local_port_range, 32768-60999 by default): a
+#: port inside it can be held at any moment as the local end of one of the thousands of
+#: short client connections a run makes (NetBox, PostgreSQL, Redis), and a server
+#: started then fails with "Address already in use" (it stopped a CI run's BMC simulator).
+EPHEMERAL_LOW = 32768
+PG_PORT = 25432
+REDIS_PORT = 26379
+NETBOX_PORT = 28080
+PREFECT_PORT = 24200
+KUBE_PORT = 26443
 #: the web server the BMCs fetch install seeds from (inside the BMC simulator)
-SEED_PORT = 58090
+SEED_PORT = 28090
 HOST = "127.0.0.1"
 
 

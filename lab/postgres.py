@@ -104,7 +104,9 @@ class Postgres:
                                     f"listening on {HOST}:{PG_PORT}")
             return
         log = self.paths.logs / "postgres.log"
-        procs.start("postgres", [str(_bindir() / "postgres"), "-D", str(self.data)],
+        # the port on the command line too: a lab home initialised before the port moved keeps
+        # its old one in postgresql.conf
+        procs.start("postgres", [str(_bindir() / "postgres"), "-D", str(self.data), "-p", str(PG_PORT)],
                     run_dir=self.paths.run, log_dir=self.paths.logs, user=self.user)
         procs.wait_until(lambda: self._ready(), timeout=60, what="PostgreSQL", log=log)
 

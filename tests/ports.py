@@ -2,7 +2,7 @@
 start: the one place their arithmetic lives, so pytest-xdist workers never share one.
 
 A session without xdist is slot 0 and keeps the names and ports the suite always had
-(``netbox-test`` on 58081 over ``netbox_test``, Redis db 4, ``prefect-test`` on 54201);
+(``netbox-test`` on 28081 over ``netbox_test``, Redis db 4, ``prefect-test`` on 24201);
 xdist worker ``gwN`` is slot N+1, with names ending in ``-gwN`` and a block of ports of
 its own. Shared by all: the lab's PostgreSQL and Redis servers and the pristine NetBox
 database (a template that is only read).
@@ -28,8 +28,8 @@ HOST = "127.0.0.1"
 #: the NetBox servers a slot may start: the ``netbox`` fixture's, one per fleet scenario,
 #: and the one the NetBox-outage test kills (tests/integration/faults/test_netbox_down.py)
 NETBOX_ROLES = ("test", "flow8", "faults", "watch", "outage")
-#: slot 0 keeps the historical 58081 (test) and 58082 (outage); slots 1.. get 58100 + 10*N
-_SLOT0_NETBOX = {"test": 58081, "outage": 58082, "flow8": 58083, "faults": 58084, "watch": 58085}
+#: slot 0 keeps the historical 28081 (test) and 28082 (outage); slots 1.. get 28100 + 10*N
+_SLOT0_NETBOX = {"test": 28081, "outage": 28082, "flow8": 28083, "faults": 28084, "watch": 28085}
 
 #: Redis has 16 databases; the lab's NetBox uses 0 and 1. Each slot's NetBox servers
 #: share one pair (tasks, cache): NetBox caches only its configuration revision there,
@@ -37,7 +37,8 @@ _SLOT0_NETBOX = {"test": 58081, "outage": 58082, "flow8": 58083, "faults": 58084
 #: so servers of one slot cannot see each other's state through it. 7 pairs: 6 workers.
 _REDIS_PAIRS = (4, 2, 6, 8, 10, 12, 14)
 
-PREFECT_PORT = 54201 + SLOT          # the lab's own is 54200
+PREFECT_BASE = 24201                 # the lab's own is 24200
+PREFECT_PORT = PREFECT_BASE + SLOT
 PREFECT_NAME = f"prefect-test{SUFFIX}"
 
 
@@ -56,7 +57,7 @@ def netbox_port(role: str = "test") -> int:
         raise ValueError(f"unknown NetBox role {role!r}; one of {NETBOX_ROLES}")
     if SLOT == 0:
         return _SLOT0_NETBOX[role]
-    return 58100 + 10 * SLOT + NETBOX_ROLES.index(role)
+    return 28100 + 10 * SLOT + NETBOX_ROLES.index(role)
 
 
 def netbox_name(role: str = "test") -> str:
@@ -76,9 +77,9 @@ class FleetPorts:
 
 #: per fleet lab: its Kubernetes API stand-in and the BMC simulator's seed server
 FLEETS = {
-    "flow8": FleetPorts(f"{HOST}:56453", f"{HOST}:58092"),
-    "faults": FleetPorts(f"{HOST}:56455", f"{HOST}:58093"),
-    "watch": FleetPorts(f"{HOST}:56457", f"{HOST}:58094"),
+    "flow8": FleetPorts(f"{HOST}:26453", f"{HOST}:28092"),
+    "faults": FleetPorts(f"{HOST}:26455", f"{HOST}:28093"),
+    "watch": FleetPorts(f"{HOST}:26457", f"{HOST}:28094"),
 }
 
 

@@ -38,7 +38,10 @@ def main(argv: list[str] | None = None) -> int:
         seeds = None
         if args.seed_listen:
             host, port = args.seed_listen.rsplit(":", 1)
-            seeds = SeedServer((host, int(port)), seed_folder(home))
+            try:
+                seeds = SeedServer((host, int(port)), seed_folder(home))
+            except OSError as exc:
+                raise OSError(exc.errno, f"seed server on {args.seed_listen}: {exc.strerror}") from exc
     except BringupError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -200,8 +200,13 @@ class FleetSimulator:
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(cert, key)
             self.services[node.name] = service
-            self.servers.append(_BmcHttpServer((node.bmc_address, node.bmc_port), service, ctx,
-                                               self.stopping, latency))
+            try:
+                self.servers.append(_BmcHttpServer((node.bmc_address, node.bmc_port), service, ctx,
+                                                   self.stopping, latency))
+            except OSError as exc:
+                # name the endpoint: "Address already in use" alone does not say which
+                raise OSError(exc.errno, f"BMC of {node.name} on {node.bmc_address}:{node.bmc_port}: "
+                                         f"{exc.strerror}") from exc
 
     @property
     def ca_bundle(self) -> Path:

@@ -3,7 +3,7 @@ the official Python client, the real ``kubectl`` and the ``kubeadm`` stand-in in
 with a stand-in kubelet (``kubelet.py``, ``nodeagent.py``) that runs pods on the lab's
 nodes over SSH and keeps their node Leases, Events and NPD conditions.
 
-Run it with ``python -m lab.kubeapi serve --home LAB_HOME [--fleet FLEET] [--listen 127.0.0.1:56443]``.
+Run it with ``python -m lab.kubeapi serve --home LAB_HOME [--fleet FLEET] [--listen 127.0.0.1:26443]``.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("serve", help="serve the Kubernetes API stand-in")
     s.add_argument("--home", required=True, type=Path, help="lab home (state under <home>/kube)")
-    s.add_argument("--listen", default="127.0.0.1:56443", help="HOST:PORT, loopback only")
+    s.add_argument("--listen", default="127.0.0.1:26443", help="HOST:PORT, loopback only")
     s.add_argument("--fleet", default=None, type=Path,
                    help="fleet profile: where the stand-in kubelet reaches each node over SSH")
     s.add_argument("--no-persist", action="store_true", help="keep state in memory only")

@@ -364,7 +364,7 @@ class _Server(ThreadingHTTPServer):
     api: KubeApi
 
 
-def make_server(home: Path, host: str = "127.0.0.1", port: int = 56443, persist: bool = True,
+def make_server(home: Path, host: str = "127.0.0.1", port: int = 26443, persist: bool = True,
                 endpoints: dict[str, tuple[str, int]] | None = None) -> _Server:
     api = KubeApi(home, host, port, persist=persist, endpoints=endpoints)
     httpd = _Server((host, port), _Handler)
