@@ -233,12 +233,18 @@ class KubeConflictError(KubeError, ConflictError):
     """An update lost a race (409) more times than we retry."""
 
 
-class DrainTimeoutError(KubeError, TransientError):
-    """Pods were still on the node when the drain timed out; ``pods`` names them."""
+class DrainBlocked(KubeError, ControllerFault):
+    """Pods were still on the node when the drain's deadline passed (a PodDisruptionBudget
+    refused their eviction, or they did not end); ``pods`` and ``budgets`` name them. The
+    node is not to blame, so it is never quarantined for it; and the deadline was the whole
+    step's, so it is never retried (a retry would wait the deadline again): the node stays
+    cordoned in draining, held with the reason, and the run fails naming what blocks it."""
 
-    def __init__(self, message: str, *, pods: list[str], hint: str = "") -> None:
+    def __init__(self, message: str, *, pods: list[str], budgets: tuple[str, ...] | list[str] = (),
+                 hint: str = "") -> None:
         super().__init__(message, hint=hint)
-        self.pods = pods
+        self.pods = list(pods)
+        self.budgets = list(budgets)
 
 
 # The orchestrator (Prefect server): bringup/ never imports Prefect; flows/ translates.

@@ -37,9 +37,13 @@ def lifecycle(ctx: Context) -> Lifecycle:
     from bringup.service.guard import repeat_offender
     # the records port is NetBox only: an admitted node's labels come from the cluster, read here
     records = NetBoxRecords(ctx, labels=partial(cluster_labels, ctx))
-    return Lifecycle(steps={name: partial(fn, ctx) for name, fn in STEPS.items()}, records=records,
-                     on_quarantine=partial(isolate, ctx), on_drain=partial(drain_node, ctx),
-                     repeat_offender=partial(repeat_offender, ctx), spool=Spool(ctx.settings.spool_path()))
+    steps = {name: partial(fn, ctx) for name, fn in STEPS.items()}
+    lc = Lifecycle(steps=steps, records=records, on_quarantine=partial(isolate, ctx),
+                   repeat_offender=partial(repeat_offender, ctx), spool=Spool(ctx.settings.spool_path()))
+    # a drain says in NetBox what holds it while it waits, through the lifecycle's own writer
+    steps["drain"] = partial(drain, ctx, waiting=lc.hold)
+    lc.on_drain = partial(drain_node, ctx, waiting=lc.hold)
+    return lc
 
 
 __all__ = ["STEPS", "Row", "Selected", "Target", "due_for_reburnin", "lifecycle", "reconcile_fleet",

@@ -75,6 +75,10 @@ class Settings(BaseModel):
     #: how long a node may take from the install's power-on to its first SSH answer (a real
     #: server's unattended install takes 10-20 minutes; the lab's is instant)
     install_wait_s: float = 300.0
+    #: the deadline of a node's whole drain (cordon, then every eviction PodDisruptionBudgets
+    #: allow, tried again while they refuse): past it the node stays cordoned in draining,
+    #: held with the pods and budgets that block it, and the run fails. Never retried.
+    drain_timeout_s: float = Field(default=300.0, gt=0)
     #: results NetBox could not take wait here for the next run (None: <state dir>/spool)
     spool_dir: Path | None = None
     #: how long a NetBox write is retried through an outage before the result is spooled

@@ -18,6 +18,7 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from bringup.errors import BringupError
 
@@ -68,5 +69,7 @@ def main() -> None:
     try:
         app()
     except BringupError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        # soft_wrap: one line however narrow the console (80 columns when not a terminal)
+        # escape: a message may hold brackets ([::1]:8443, a list) that are not rich markup
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(2)

@@ -20,7 +20,8 @@ app = typer.Typer(no_args_is_help=True)
 
 @app.command()
 def inventory(
-    url: Annotated[str, typer.Argument(help="The BMC: https://host[:port] or a host name/address (port 443).")],
+    url: Annotated[str, typer.Argument(help="The BMC: host, host:port, https://host[:port] or [IPv6]:port "
+                                            "(https, port 443 unless given; http://host[:port] for plain HTTP).")],
     user: Annotated[str, typer.Option("--user", help="BMC user name.")],
     password_file: Annotated[Path, typer.Option("--password-file", help="File holding the password; mode 0600.")],
     ca: Annotated[Path | None, typer.Option("--ca", help="CA bundle that signed the BMC's certificate.")] = None,

@@ -179,20 +179,15 @@ def inject(node: str = typer.Argument(..., help="A lab node that is installed (s
            iface: str = typer.Option(None, help="Interface the fault is on (cx0..cx7).")) -> None:
     """Give a running lab node a fault now, as hardware fails under a serving OS; the
     health watch's next look (or a re-burn-in) sees it."""
-    from lab.fleet import Fault
+    from lab.errors import LabError
     from lab.inject import inject as inject_fault
+    from lab.inject import parse_fault
     lab = _lab()
     spec = next((n for n in lab.fleet().nodes if n.name == node), None)
     if spec is None:
-        raise typer.BadParameter(f"no node {node} in the lab's fleet ({lab.fleet_path})")
-    num: float | int | str | None = value
-    if value is not None:
-        try:
-            num = float(value) if "." in value else int(value)
-        except ValueError:
-            num = value
-    fault = Fault.model_validate({k: v for k, v in {"kind": kind, "value": num, "gpu": gpu, "iface": iface}.items()
-                                  if v is not None})
+        raise LabError(f"no node {node} in the lab's fleet ({lab.fleet_path})",
+                       hint="name a node of that fleet profile")
+    fault = parse_fault(kind, load_skus()[spec.sku], value=value, gpu=gpu, iface=iface)
     now = inject_fault(lab.paths.home, spec, fault)
     console.print(f"{node}: {fault.kind} injected; its faults now: "
                   + ", ".join(str(f.kind) for f in now.faults))

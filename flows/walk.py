@@ -24,10 +24,10 @@ import httpx
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from bringup.errors import BringupError, held_reason
+from bringup.errors import BringupError
 from bringup.lifecycle.engine import Lifecycle, State, parse_state, path
 from bringup.lifecycle.results import NodeReport, StepResult, interleave_by
-from bringup.netbox.lease import RENEW_EVERY_S, Claimant, LeaseHeld, Renewer
+from bringup.netbox.lease import Claimant, LeaseHeld
 
 from . import runtime
 from .artifacts import publish_fleet, publish_node, publish_report
@@ -140,8 +140,7 @@ def walk_node(node: str, rack: str, params: dict, *, config: str | None = None, 
             log.warning("%s", report.reasons[0])
             publish_node(report, results, prefix=prefix)
             return Walk(report, results, skipped=True)
-        lease.enter_context(Renewer(lambda: lc.renew(node, me.holder), lambda: lc.release(node, me.holder),
-                                    every=RENEW_EVERY_S, logger=log))
+        lease.enter_context(lc.renewer(node, me.holder, logger=log))
         state = lc.begin_reburnin(node) if reburnin else lc.start(node, force=force)
         # a forced walk redoes destructive steps too (install reinstalls what the node runs)
         params = {**params, "force": True} if force else params
@@ -171,16 +170,15 @@ def walk_node(node: str, rack: str, params: dict, *, config: str | None = None, 
 
 
 def stopped(lc: Lifecycle, node: str, exc: BringupError, log) -> str:
-    """Hold ``node`` where an error stopped its walk, with the reason; returns the run's
-    controller error ("" when the node's side failed)."""
+    """Hold ``node`` where an error stopped its walk, with the reason (unless the step or
+    the lease fence already said why); returns the run's controller error ("" when the
+    node's side failed)."""
+    why = lc.stopped(node, exc)
     if exc.controller_fault:
-        log.error("%s: stopped by an error on the controller's side: %s", node, exc)
-        if exc.transient:  # our service still down after the retries: run_step held nothing
-            lc.hold(node, held_reason(exc))
+        log.error("%s: stopped by an error on the controller's side: %s", node, why)
         return f"{node}: {exc}"
     # retries exhausted: the node stays where it is, with the reason
-    log.error("%s: held after retries: %s", node, exc)
-    lc.hold(node, held_reason(exc))
+    log.error("%s: held after retries: %s", node, why)
     return ""
 
 

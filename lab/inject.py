@@ -9,19 +9,93 @@ change under a running OS, and keeps the injected ones beside the node
 run (the health watch's look, a re-burn-in) sees them. Faults the cluster shows (the
 device plugin's count) are changed through the Kubernetes API stand-in instead
 (:func:`advertise_gpus`).
+
+A fault is checked before anything is written: :func:`parse_fault` turns an operator's
+words (``bringup lab inject``) into one, refusing an unknown kind or a value that must be
+a number and is not; :func:`check_fault` refuses a GPU or NIC the node's SKU lacks. Each
+refusal is one :class:`LabError` naming what is valid.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 from typing import Any
 
-from bringup.sku import load_skus
+from bringup.sku import SkuSpec, load_skus
 from lab.errors import LabError
 
 from .fleet import Fault, FaultKind, NodeSpec
 from .nodes.sshd import NodeDir
+
+#: faults whose value is a number (a count, an XID code, GB/s, Gb/s, seconds, a port index);
+#: the stand-ins convert it with int()/float(), so a word would fail there, after the write
+NUMERIC_VALUE = frozenset({
+    FaultKind.BMC_SLOW, FaultKind.ECC_UNCORRECTABLE, FaultKind.ECC_AGGREGATE, FaultKind.XID,
+    FaultKind.NVLINK_ERRORS, FaultKind.LOW_BUSBW, FaultKind.NCCL_WRONG, FaultKind.NCCL_DIES,
+    FaultKind.NCCL_CUT, FaultKind.IB_PORT_DOWN, FaultKind.IB_WRONG_SPEED, FaultKind.SLOW_NODE,
+    FaultKind.BAD_CABLE, FaultKind.DEGRADED_RAIL, FaultKind.FLAPPING_PORT, FaultKind.DEVICE_PLUGIN_SHORT,
+    FaultKind.SSH_DROP,
+})
+#: faults whose iface is a compute (InfiniBand) NIC: cxN, GPU N's rail, or its mlx5_N name
+FABRIC_IFACE = frozenset({FaultKind.IB_PORT_DOWN, FaultKind.IB_WRONG_SPEED, FaultKind.DEGRADED_RAIL,
+                          FaultKind.NIC_NUMA, FaultKind.FLAPPING_PORT})
+#: pcie_downtrained's value: a link width (8) or a generation (gen3)
+_PCIE = re.compile(r"(?i)gen\d+")
+
+
+def _number(text: str) -> int | float | None:
+    """``text`` as an int, else a finite float, else None."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        num = float(text)
+    except ValueError:
+        return None
+    return num if math.isfinite(num) else None
+
+
+def parse_fault(kind: str, sku: SkuSpec, *, value: str | None = None, gpu: int | None = None,
+                iface: str | None = None) -> Fault:
+    """A fault as an operator names it (``bringup lab inject``), checked against the node's
+    SKU before anything is written: each mistake is a :class:`LabError` saying what to fix."""
+    try:
+        fk = FaultKind(kind)
+    except ValueError:
+        raise LabError(f"unknown fault {kind!r}", hint="use one of: " + ", ".join(k.value for k in FaultKind)) from None
+    val: int | float | str | None = value
+    if value is not None and fk in NUMERIC_VALUE:
+        val = _number(value)
+        if val is None or val < 0:
+            raise LabError(f"fault {fk}: --value must be a number >= 0, not {value!r}",
+                           hint="a count, an XID code, GB/s, Gb/s or seconds, e.g. --value 79")
+    elif value is not None and fk == FaultKind.PCIE_DOWNTRAINED:
+        val = _number(value)
+        if val is None and not _PCIE.fullmatch(value):
+            raise LabError(f"fault {fk}: --value {value!r} is neither a link width nor a generation",
+                           hint="give a width such as 8 or a generation such as gen3")
+        val = value if val is None else val
+    fault = {"kind": fk, "value": val, "gpu": gpu, "iface": iface}
+    check_fault(Fault.model_construct(**fault), sku)   # before validation: Fault caps gpu at 15
+    return Fault.model_validate({k: v for k, v in fault.items() if v is not None})
+
+
+def check_fault(f: Fault, sku: SkuSpec) -> None:
+    """The fault's GPU and NIC exist on a ``sku``, else a :class:`LabError` naming the valid ones."""
+    from .gpu.profile import _ib_index, nic_names
+    count = sku.gpu.count
+    if f.gpu is not None and not 0 <= f.gpu < count:
+        raise LabError(f"fault {f.kind}: no GPU {f.gpu} on a {sku.sku}", hint=f"give --gpu 0..{count - 1}")
+    if f.iface is not None and f.kind in FABRIC_IFACE:
+        names = nic_names(sku)
+        idx = _ib_index(f, names)
+        if idx is None or not 0 <= idx < len(names):
+            raise LabError(f"fault {f.kind}: no NIC {f.iface!r} on a {sku.sku}",
+                           hint=f"name it cx0..cx{len(names) - 1} or one of {', '.join(names)}")
 
 
 def injected(home: Path, name: str) -> list[Fault]:
@@ -34,6 +108,9 @@ def injected(home: Path, name: str) -> list[Fault]:
 def inject(home: Path, node: NodeSpec, *faults: Fault) -> NodeSpec:
     """Add ``faults`` to an installed node's simulated hardware; returns the node as it is now."""
     from .gpu import write_node_profile
+    sku = load_skus()[node.sku]
+    for f in faults:
+        check_fault(f, sku)
     nd = NodeDir(home, node.name)
     state = nd.read_state()
     if not state.get("installed"):
@@ -42,7 +119,6 @@ def inject(home: Path, node: NodeSpec, *faults: Fault) -> NodeSpec:
     before = injected(home, node.name)
     now = node.model_copy(update={"faults": [*node.faults, *before, *faults]})
     counters = _counters(nd.root)  # a profile rewrite is not a reboot: the ports keep their counts
-    sku = load_skus()[node.sku]
     write_node_profile(now, sku, dict(state.get("versions") or {}), nd.root)
     for path, value in counters.items():
         path.write_text(f"{value}\n")

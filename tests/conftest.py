@@ -47,7 +47,11 @@ if ports.WORKER:
 
 #: tests that use a fleet lab (its fixed loopback addresses and ports) -> the xdist group
 #: they must carry, so that one worker runs them all
-FLEET_FIXTURES = {"flow_lab": "flow8", "fault_lab": "faults", "watch_lab": "watch", "bmcsim": "bmcsim"}
+FLEET_FIXTURES = {"flow_lab": "flow8", "flow8b_lab": "flow8b", "fault_lab": "faults", "watch_lab": "watch",
+                  "bmcsim": "bmcsim"}
+#: a fixture that stands in for another's lab (tests/integration/faults/conftest.py
+#: overrides ``flow_lab`` with ``flow8b_lab``): where it is used, the other's group is not
+FLEET_SHADOWS = {"flow8b_lab": "flow_lab"}
 
 
 @pytest.hookimpl(trylast=True)
@@ -59,7 +63,9 @@ def pytest_collection_modifyitems(config, items):
     problems = []
     loadgroup = hasattr(config, "workerinput") and config.getvalue("loadgroup")
     for item in items:
-        wanted = {g for f, g in FLEET_FIXTURES.items() if f in getattr(item, "fixturenames", ())}
+        names = set(getattr(item, "fixturenames", ()))
+        names -= {shadowed for f, shadowed in FLEET_SHADOWS.items() if f in names}
+        wanted = {g for f, g in FLEET_FIXTURES.items() if f in names}
         groups = {m.args[0] if m.args else m.kwargs.get("name") for m in item.iter_markers("xdist_group")}
         if wanted and groups != wanted:
             problems.append(f"{item.nodeid}: uses the {'/'.join(sorted(wanted))} lab, marked {sorted(groups)}; "

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from bringup.acceptance.digest import with_digest
 from bringup.context import Context
 from bringup.lifecycle.results import Evidence, StepResult
 from bringup.netbox.adapter import NodeRecord
@@ -32,8 +33,8 @@ def burn_in(ctx: Context, rec: NodeRecord, params: Mapping[str, Any]) -> StepRes
         stopped = f"; stopped at its {run.timeout_s} s budget during {unfinished}"
     summary = (f"## Burn-in document ({profile} profile)\n\nagent exit {run.rc}, "
                f"{len(checks) if isinstance(checks, list) else '?'} checks{stopped}; judged in the next step")
+    stored = {"plan": plan, "rc": run.rc, "document": run.document}
     # not judged yet: a verdict of an earlier burn-in must not stand for this document
     return StepResult(node=rec.name, step="burn_in", ok=True, fields={"burnin_status": "pending"},
                       summary=f"burn-in document collected (agent exit {run.rc}{', partial' if run.partial else ''})",
-                      evidence=[Evidence(kind="burnin", document={"plan": plan, "rc": run.rc, "document": run.document},
-                                         summary=summary)])
+                      evidence=[Evidence(kind="burnin", document=stored, summary=with_digest("burnin", stored, summary))])

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bringup.acceptance.digest import with_digest
 from bringup.context import Context
 from bringup.errors import BringupError, NetBoxNotFound, ParseError
 from bringup.lifecycle.results import Evidence, StepResult
@@ -178,5 +179,5 @@ def judge(ctx: Context, rec: NodeRecord, params: Mapping[str, Any]) -> StepResul
         node=rec.name, step="judge", ok=status == "pass", summary=f"verdict {status}",
         reasons=[r["message"] for r in reasons], figures=verdict["figures"],
         fields={"burnin_status": status, "burnin_last": now_iso(), "burnin_summary": summary[:4000]},
-        evidence=[Evidence(kind="verdict", document=verdict, summary="\n".join(lines),
+        evidence=[Evidence(kind="verdict", document=verdict, summary=with_digest("verdict", verdict, "\n".join(lines)),
                            style="danger" if status != "pass" else "warning" if warnings else "success")])

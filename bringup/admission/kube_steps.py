@@ -1,17 +1,21 @@
 """The cluster side of the lifecycle: step ``join`` (state validating: join, wait for
 Ready, label, schedulable under the validation taint; the next step, ``gate``, admits),
-step ``drain`` (state draining), and the isolation of a quarantined node (cordon and
-taint with the reason, confirmed by reading it back)."""
+step ``drain`` (state draining: one deadline, ``drain_timeout_s``, for the whole drain,
+and the node's reason saying what holds it while it waits), and the isolation of a
+quarantined node (cordon and taint with the reason, confirmed by reading it back)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from bringup.context import Context
-from bringup.errors import KubeNotFoundError
+from bringup.errors import DrainBlocked, KubeNotFoundError
 from bringup.lifecycle.results import Evidence, StepResult
 from bringup.netbox.adapter import NodeRecord
+
+if TYPE_CHECKING:
+    from bringup.kube.drain import DrainWait
 
 
 def join(ctx: Context, rec: NodeRecord, params: Mapping[str, Any], ready_timeout: float = 120.0) -> StepResult:
@@ -52,21 +56,55 @@ def join(ctx: Context, rec: NodeRecord, params: Mapping[str, Any], ready_timeout
                                          style="success")])
 
 
-def drain(ctx: Context, rec: NodeRecord, params: Mapping[str, Any], timeout: float = 300.0) -> StepResult:
-    """Cordon the node and evict its pods (PodDisruptionBudgets honoured)."""
-    summary = drain_node(ctx, rec, timeout)
+#: how a drain says what holds it while it waits: (node name, reason) -> None. The real
+#: one is the lifecycle's :meth:`~bringup.lifecycle.engine.Lifecycle.hold`, the one writer
+#: of a node's stage and reason (wired in :func:`bringup.pipeline.lifecycle`).
+Waiting = Callable[[str, str], None]
+
+
+def drain(ctx: Context, rec: NodeRecord, params: Mapping[str, Any], waiting: Waiting | None = None) -> StepResult:
+    """Cordon the node and evict its pods (PodDisruptionBudgets honoured) within the
+    settings' ``drain_timeout_s``, the whole step's deadline. While pods hold it, the node's
+    reason says which and why; a drain still blocked at the deadline raises DrainBlocked
+    (the lifecycle holds the node with it and the run fails). Once drained, the reason the
+    node had before the wait is put back (a health watch's, for one)."""
+    before = str(rec.custom_fields.get("bringup_reason") or "")
+    told: list[str] = []
+
+    def say(wait: DrainWait) -> None:
+        told.append(wait.text())
+        if waiting is not None:
+            waiting(rec.name, wait.text())
+    summary = _drain(ctx, rec, say)
+    # the wait's "held in draining" is over: back to what the node said before it
+    fields = {"bringup_reason": "" if before.startswith("held in ") else before} if told else {}
     return StepResult(node=rec.name, step="drain", ok=True, summary=f"cordoned and drained: {summary}",
-                      evidence=[Evidence(kind="drain", document={"summary": summary},
+                      fields=fields, figures={"drain_waits": len(told)},
+                      evidence=[Evidence(kind="drain", document={"summary": summary, "waits": told},
                                          summary=f"Cordoned and drained: {summary}")])
 
 
-def drain_node(ctx: Context, rec: NodeRecord, timeout: float = 300.0) -> str:
+def drain_node(ctx: Context, rec: NodeRecord, waiting: Waiting | None = None) -> str:
+    """The drain before a forced rerun (:attr:`~bringup.lifecycle.engine.Lifecycle.on_drain`):
+    a drain still blocked at its deadline is raised, and stops the rerun, with the node held."""
+    def say(wait: DrainWait) -> None:
+        if waiting is not None:
+            waiting(rec.name, f"forced rerun: {wait.text()}")
     try:
-        res = ctx.kube.drain(rec.name, timeout=timeout)
+        return _drain(ctx, rec, say)
+    except DrainBlocked as exc:
+        if waiting is not None:  # no step holds it on the way out of a forced start
+            waiting(rec.name, f"forced rerun: {exc}")
+        raise
+
+
+def _drain(ctx: Context, rec: NodeRecord, on_wait: Callable[[DrainWait], None]) -> str:
+    try:
+        res = ctx.kube.drain(rec.name, timeout=ctx.settings.drain_timeout_s, on_wait=on_wait)
     except KubeNotFoundError:
         return "not in the cluster"
-    return (f"{len(res.evicted)} pod(s) evicted" + (f", {len(res.skipped)} DaemonSet/mirror pod(s) left"
-                                                     if res.skipped else ""))
+    return (f"{len(res.evicted)} pod(s) evicted in {res.seconds:g} s"
+            + (f", {len(res.skipped)} DaemonSet/mirror pod(s) left" if res.skipped else ""))
 
 
 def isolate(ctx: Context, rec: NodeRecord, reason: str) -> str:

@@ -8,9 +8,11 @@ a device query (``nvidia-smi --query-gpu=... --format=csv,noheader``), then a sh
 single-node ``all_reduce_perf``, as the GPU Operator's validator runs a CUDA sample.
 
 :func:`assess` reads the pod's end (phase, exit code) and its log: the device-query rows
-must list the expected number of GPUs of the expected model, and the NCCL table must parse
-with no out-of-bounds values. A pod that did not finish, or a log the parsers cannot read,
-fails the gate ("unknown" is never a pass). Pure: no API calls here.
+must list the expected number of GPUs of the expected model, and the NCCL run is judged as
+the burn-in agent judges it (a failure line fails it, a run cut before its summary is never
+ok). A pod that did not finish, or a log the parsers cannot read, fails the gate ("unknown"
+is never a pass); a pod that failed says which NCCL failure its log shows, if any. Pure: no
+API calls here.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bringup.admission.readiness import Check, Expected, ReadinessPolicy
+from burnin.checks.tools import NCCL_ERROR_LIMITS
 from burnin.parsers import UnparseableOutput, nccl
 
 #: ``0, NVIDIA H100 80GB HBM3, 81559 MiB, 570.133.20`` (index, name, memory.total[, driver])
@@ -86,12 +89,15 @@ class PodOutcome:
 
 def assess(outcome: PodOutcome, expected: Expected) -> list[Check]:
     """The smoke pod's checks: it succeeded, its device query lists the expected GPUs, its
-    NCCL run parses clean."""
+    NCCL run finished clean (:func:`nccl_check`)."""
     if outcome.timed_out:
         return [Check("smoke pod", "fail", f"{outcome.name} did not finish in time (phase {outcome.phase})")]
     if outcome.phase != "Succeeded" or outcome.exit_code not in (0, None):
         why = f"exit code {outcome.exit_code}" if outcome.exit_code is not None else (outcome.reason or "no exit code")
-        return [Check("smoke pod", "fail", f"{outcome.name} ended {outcome.phase} ({why})")]
+        failed = [Check("smoke pod", "fail", f"{outcome.name} ended {outcome.phase} ({why})")]
+        # the failure line of its NCCL run, if the log has one, says why it ended so
+        found = nccl_check(outcome.log) if outcome.log else None
+        return failed + ([found] if found and found.outcome == "fail" else [])
     if outcome.exit_code is None:
         return [Check("smoke pod", "unknown", f"{outcome.name} is {outcome.phase} but reports no exit code")]
     checks = [Check("smoke pod", "pass", f"{outcome.name} succeeded")]
@@ -106,20 +112,21 @@ def assess(outcome: PodOutcome, expected: Expected) -> list[Check]:
             "" if ok else f", NetBox expects {expected.gpu_count} x {want_name}"
             + (f"; other models: {sorted({r.name for r in odd})}" if odd else ""))
         checks.append(Check("smoke device query", "pass" if ok else "fail", detail))
-    try:
-        parsed = nccl.parse_nccl_perf(outcome.log)
-    except UnparseableOutput as exc:
-        checks.append(Check("smoke nccl", "unknown", f"all_reduce_perf output unreadable: {exc}"))
-        return checks
-    oob, oob_ok, busbw = parsed.get("oob_values"), parsed.get("oob_ok"), parsed.get("avg_busbw")
-    wrong = nccl.wrong_total(parsed)
-    if oob is None or busbw is None:
-        checks.append(Check("smoke nccl", "unknown", "all_reduce_perf printed no out-of-bounds count or average"))
-    elif parsed.get("validated") is False:
-        checks.append(Check("smoke nccl", "unknown", "all_reduce_perf ran without validation (-c 0): nothing checked"))
-    elif oob or not oob_ok or wrong:
-        checks.append(Check("smoke nccl", "fail", f"all_reduce_perf found {oob} out-of-bounds values"
-                            + (f", {wrong} wrong results" if wrong else "")))
-    else:
-        checks.append(Check("smoke nccl", "pass", f"all_reduce_perf clean, average bus bandwidth {busbw} GB/s"))
+    checks.append(nccl_check(outcome.log))
     return checks
+
+
+def nccl_check(log: str) -> Check:
+    """The pod's ``all_reduce_perf`` judged as the burn-in agent judges it
+    (:func:`burnin.parsers.nccl.assess`): a ``Test NCCL failure``/``Test CUDA failure``
+    line, before or after any row, fails it; a run cut before its summary, or one that
+    validated nothing, is unknown; a table with no failure, no wrong or out-of-bounds value
+    and its summary passes."""
+    try:
+        parsed = nccl.parse_nccl_run(log)
+    except UnparseableOutput as exc:
+        return Check("smoke nccl", "unknown", f"all_reduce_perf output unreadable: {exc}")
+    outcome, messages = nccl.run_outcome(nccl.assess(parsed, NCCL_ERROR_LIMITS))
+    if outcome != "pass":
+        return Check("smoke nccl", outcome, "all_reduce_perf: " + "; ".join(messages))
+    return Check("smoke nccl", "pass", f"all_reduce_perf clean, average bus bandwidth {parsed['avg_busbw']} GB/s")

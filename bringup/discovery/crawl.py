@@ -57,17 +57,24 @@ class NodeDiscovery(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def ok(self) -> bool:
-        return self.inventory is not None and not any(f.severity == "critical" for f in self.findings)
+        return self.inventory is not None and not any(f.severity in ("critical", "hold") for f in self.findings)
+
+    @property
+    def held(self) -> list[Finding]:
+        """Findings that stop the node without blaming it (what a check needs could not be read)."""
+        return [f for f in self.findings if f.severity == "hold"]
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 
     def to_markdown(self) -> str:
         """A short human report: verdict, then findings by severity, then the hardware."""
-        lines = [f"### Discovery of {self.name} ({self.bmc_address}): {'OK' if self.ok else 'FAILED'}", ""]
+        verdict = "OK" if self.ok else ("HELD" if self.held and not any(
+            f.severity == "critical" for f in self.findings) else "FAILED")
+        lines = [f"### Discovery of {self.name} ({self.bmc_address}): {verdict}", ""]
         if self.error:
             lines += [f"**BMC error ({self.error_kind})**: {self.error}", ""]
-        order = {"critical": 0, "warning": 1, "info": 2}
+        order = {"critical": 0, "hold": 1, "warning": 2, "info": 3}
         for f in sorted(self.findings, key=lambda f: order[f.severity]):
             if f.code == "firmware":
                 continue
@@ -176,10 +183,13 @@ def bmc_inventory(url: str, creds: Credentials, *, ca_bundle: str | None = None,
 
 
 def inventory_document(inv: Inventory) -> dict[str, Any]:
-    """The JSON document of an inventory: system, gpus, cpus, nics (name, mac), unavailable."""
+    """The JSON document of an inventory: system, gpus (and the serials several of them
+    report), cpus, nics (name, mac), unavailable (where GPUs could not be read, it says so)."""
     return {"bmc": inv.address, "system": inv.system.model_dump(mode="json"), "systems": inv.systems,
-            "gpus": [g.model_dump(mode="json", include={"id", "model", "serial", "memory_mib", "uuid", "health",
-                                                        "source", "uri"}) for g in inv.gpus],
+            "gpus": [g.model_dump(mode="json", include={"id", "model", "serial", "serial_placeholder", "memory_mib",
+                                                        "uuid", "health", "source", "uri"}) for g in inv.gpus],
+            # GPUs are told apart by resource; serials several of them report are a finding
+            "gpu_serials_identical": inv.identical_serials(),
             "cpus": [c.model_dump(mode="json") for c in inv.cpus],
             "nics": [{"name": n.id, "mac": n.mac, "owner": n.owner, "link": n.link, "speed_mbps": n.speed_mbps,
                       "position": list(n.position) if n.position else None, "uri": n.uri} for n in inv.nics],

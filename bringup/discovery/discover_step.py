@@ -5,7 +5,11 @@ A BMC that could not be read is not a finding here: the error that stopped the r
 raised again as it is, so its class decides (``bringup.errors``): a busy or silent BMC
 is retried, a TLS or settings problem of ours holds the node, a refusal of our
 credentials says which file to fix. Only a BMC whose documents are not Redfish (a
-``ParseError``) is the node's own critical finding, kept as evidence."""
+``ParseError``) is the node's own critical finding, kept as evidence.
+
+A ``hold`` finding (the GPUs of a BMC that lists them nowhere bringup reads) is neither a
+pass nor the node's fault: the step raises :class:`DiscoveryHeld`, and the lifecycle holds
+the node in ``planned`` with that reason (unless a critical finding quarantines it anyway)."""
 
 from __future__ import annotations
 
@@ -13,9 +17,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from bringup.context import Context
-from bringup.errors import AuthError, BringupError, ControllerFault, ParseError, RedfishAuthError
+from bringup.errors import (
+    AuthError,
+    BringupError,
+    ControllerFault,
+    ParseError,
+    RedfishAuthError,
+    RedfishError,
+)
 from bringup.lifecycle.results import Evidence, StepResult
 from bringup.netbox.adapter import NodeRecord
+
+
+class DiscoveryHeld(RedfishError, ControllerFault):
+    """The BMC was read, but not what a check needs (its GPUs): the node is held where it
+    is with the reason, never quarantined for hardware nobody could see. Ours to resolve
+    (a quirk naming where this BMC lists its GPUs), like any controller fault."""
 
 
 def discover(ctx: Context, rec: NodeRecord, params: Mapping[str, Any]) -> StepResult:
@@ -41,6 +58,11 @@ def discover(ctx: Context, rec: NodeRecord, params: Mapping[str, Any]) -> StepRe
         raise ControllerFault(f"{rec.name}: discovery failed inside bringup: {d.error}",
                               hint="a bug of the controller: report it with the log; the node is held") from failure
     critical = [f for f in d.findings if f.severity == "critical"]
+    held = [f for f in d.findings if f.severity == "hold"]
+    if held and not critical:
+        raise DiscoveryHeld(f"{rec.name}: " + "; ".join(f"{f.code}: {f.message}" for f in held),
+                            hint="name where this BMC lists its GPUs in bringup/redfish/quirks.yaml "
+                                 "(gpu_oem_sources), then run again")
     serials = [g.serial for g in d.inventory.gpus] if d.inventory else []
     warnings = [f"{f.code}: {f.message}" for f in d.findings if f.severity == "warning"]
     style = "danger" if critical else ("warning" if warnings else "success")
@@ -48,7 +70,8 @@ def discover(ctx: Context, rec: NodeRecord, params: Mapping[str, Any]) -> StepRe
     figures = {"gpus": len(serials), "findings": len(d.findings)}
     if critical:
         return StepResult(node=rec.name, step="discover", ok=False, summary="critical findings",
-                          reasons=[f"{f.code}: {f.message}" for f in critical], evidence=[evidence], figures=figures)
+                          reasons=[f"{f.code}: {f.message}" for f in critical + held], evidence=[evidence],
+                          figures=figures)
     return StepResult(node=rec.name, step="discover", ok=True,
                       summary=f"{len(serials)} GPUs, {len(warnings)} warnings", reasons=warnings,
                       fields={"gpu_serials": serials}, evidence=[evidence], figures=figures)

@@ -2,7 +2,13 @@
 
 Pure: :func:`verify` takes an :class:`ExpectedNode` and an :class:`~bringup.redfish.Inventory`
 and returns findings; it does no I/O. A finding's severity says what it means for the node:
-``critical`` blocks it, ``warning`` needs a look but does not block, ``info`` is a report.
+``critical`` blocks it (quarantine), ``hold`` stops it where it is without blaming it (what
+the check needs could not be read: the GPUs of a BMC that lists them nowhere bringup reads),
+``warning`` needs a look but does not block, ``info`` is a report.
+
+GPU identity is the BMC's resource, never the serial: GPUs that report one serial (two
+GPUs of one board, or placeholder serials) are counted each, and the shared serial is a
+``gpu_serial_identical`` warning naming them.
 
 NIC identity is the MAC address. BMC resource Ids of interfaces are vendor-specific
 (``NIC.Slot.3-1-1``, ``1``...), so they never decide the verdict. A swap (NetBox's cx1
@@ -20,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from bringup.redfish.models import Inventory, normalise_mac
 from bringup.sku import SkuSpec
 
-Severity = Literal["critical", "warning", "info"]
+Severity = Literal["critical", "hold", "warning", "info"]
 #: reported GPU memory may differ slightly from the SKU figure (reserved/ECC pages)
 GPU_MEMORY_TOLERANCE = 0.02
 COMPUTE_IFACE = re.compile(r"^cx(\d+)$")
@@ -54,6 +60,13 @@ class ExpectedNode(BaseModel):
 def _gpu_findings(sku: SkuSpec, inv: Inventory) -> list[Finding]:
     out: list[Finding] = []
     want = sku.gpu
+    unreadable = inv.gpus_unreadable
+    if unreadable is not None and want.count > 0:
+        # not "0 of 8": nobody knows how many there are; the node waits, its hardware unblamed
+        return [Finding(severity="hold", code="gpus_unreadable",
+                        message=f"{unreadable.reason}; the SKU {sku.sku} has {want.count}: the GPU count "
+                                "cannot be checked until the BMC's GPU resources are known to bringup",
+                        evidence={"expected": want.count, "unavailable": unreadable.model_dump()})]
     if len(inv.gpus) != want.count:
         out.append(Finding(severity="critical", code="gpu_count",
                            message=f"BMC reports {len(inv.gpus)} GPUs, the SKU {sku.sku} has {want.count}",
@@ -81,6 +94,17 @@ def _gpu_findings(sku: SkuSpec, inv: Inventory) -> list[Finding]:
             out.append(Finding(severity="critical", code="gpu_ecc_disabled",
                                message=f"ECC is disabled on {len(ecc_off)} GPU(s); the SKU requires it",
                                evidence={"gpus": ecc_off}))
+    shared = inv.identical_serials()
+    if shared:
+        placeholders = sorted({g.serial or "" for g in inv.gpus if g.serial_placeholder and g.serial in shared})
+        what = (f"placeholder serial(s) {', '.join(repr(p) for p in placeholders)}" if placeholders
+                else "a board's serial")
+        out.append(Finding(severity="warning", code="gpu_serial_identical",
+                           message=f"{sum(len(v) for v in shared.values())} GPUs share {len(shared)} serial(s) "
+                                   f"({what}): each is counted as its own resource; the serial does not tell "
+                                   "them apart",
+                           evidence={"serials": shared, "placeholders": placeholders,
+                                     "gpus": {g.id: g.uri for g in inv.gpus if g.serial in shared}}))
     unhealthy = {g.id: g.health for g in inv.gpus if g.health not in (None, "OK")}
     if unhealthy:
         out.append(Finding(severity="warning", code="gpu_health",
@@ -154,7 +178,8 @@ def expected_iface(expected: ExpectedNode, mac: str) -> str:
 
 
 def _unavailable_findings(inv: Inventory) -> list[Finding]:
-    gaps = [u for u in inv.unavailable if u.kind != "not_ethernet"]
+    # an FC port is no gap; unreadable GPUs are the GPU check's own finding
+    gaps = [u for u in inv.unavailable if u.kind not in ("not_ethernet", "gpus_unreadable")]
     if not gaps:
         return []
     return [Finding(severity="warning", code="inventory_incomplete",

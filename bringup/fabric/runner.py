@@ -23,11 +23,13 @@ from bringup.remote.ssh import Completed, Ssh, Target
 from bringup.retry import Backoff, Timeout, poll
 from burnin.checks.tools import NCCL_ERROR_LIMITS
 from burnin.parsers import UnparseableOutput
-from burnin.parsers.nccl import assess, busbw_at_largest, parse_nccl_perf
+from burnin.parsers.nccl import assess, busbw_at_largest, parse_nccl_run, run_outcome
 
 #: OpenMPI 4's messages for ranks that were never started (tests/integration/fabric shows them)
 _LAUNCH_FAILED = ("ORTE was unable to reliably start", "ORTE does not know how to route",
                   "was unable to find the executable", "mpirun was unable to launch")
+#: findings that say the run itself failed (burnin.parsers.nccl): a failed group whatever else it shows
+_RUN_FAILED = ("nccl_failed", "nccl_launcher_failed")
 
 
 @dataclass(frozen=True)
@@ -54,8 +56,12 @@ def run_nccl_group(fs: Ssh, nodes: list[GroupNode], node_ssh: NodeSsh, *, min_bu
                    timeout: float = 1800.0, end: str = "8G", env: dict[str, str | None] | None = None,
                    allow_run_as_root: bool = False) -> NcclGroupResult:
     """``mpirun`` from the first node: one rank per GPU over ``nodes``, ``all_reduce_perf``
-    up to ``end``; passes when it was one communicator over every node, correct, and its
-    bus bandwidth at the largest sizes reaches ``min_busbw_gbps``."""
+    up to ``end``; passes when it was one communicator over every node, correct, finished
+    (its summary printed) and its bus bandwidth at the largest sizes reaches
+    ``min_busbw_gbps``. The run is judged as the agent judges it
+    (:func:`burnin.parsers.nccl.assess`): a rank's ``Test NCCL failure`` line, before or
+    after any row, or the launcher's report of a rank's bad exit fails the group; a run cut
+    before its summary is unknown, its reason naming the last row."""
     hosts = [MpiHost(n.name, n.address, n.gpus) for n in nodes]
     argv = mpirun_argv(hosts, nccl_argv(end=end), node_ssh, env=env, allow_run_as_root=allow_run_as_root)
     run = fs.run(nodes[0].target, argv, timeout=timeout)
@@ -64,26 +70,40 @@ def run_nccl_group(fs: Ssh, nodes: list[GroupNode], node_ssh: NodeSsh, *, min_bu
     if run.timed_out:
         return NcclGroupResult(names, "unknown", None, [f"mpirun did not finish within {timeout:.0f}s"], run)
     problems = world_problems(parse_world(run.stdout), nodes=len(nodes), ranks=sum(h.slots for h in hosts))
+    tail = run.stderr.strip().splitlines()[-1:] or ["no error output"]
+    # a launch that never started the ranks says nothing about the fabric
+    launch = any(m in run.stderr for m in _LAUNCH_FAILED)
     try:
-        parsed = parse_nccl_perf(run.stdout)
+        # the agent's judgement of a run: failure lines from any rank (stdout) and the
+        # launcher's report of a rank's bad exit (stderr) are read, rows or not
+        parsed = parse_nccl_run(run.stdout, run.stderr)
     except UnparseableOutput as exc:
-        tail = run.stderr.strip().splitlines()[-1:] or ["no error output"]
-        # a launch that never started the ranks says nothing about the fabric; a test that
-        # started and died (NCCL aborting on a broken link) is a failure of this group
-        launch = any(m in run.stderr for m in _LAUNCH_FAILED)
+        # a test that started and died without a word (NCCL aborting on a broken link) fails
         return NcclGroupResult(names, "unknown" if run.rc == 0 or launch else "fail", None,
                                [*problems, f"no result table ({exc}); mpirun exit {run.rc}: {tail[0]}"], run)
-    busbw = busbw_at_largest(parsed)
     findings = assess(parsed, NCCL_ERROR_LIMITS)
-    if problems:
-        outcome: Outcome = "unknown"  # not one run over these nodes: says nothing about them
-    elif run.rc != 0 or any(f["severity"] == "fail" for f in findings) or busbw < min_busbw_gbps:
+    verdict, messages = run_outcome(findings)
+    died = any(f["code"] in _RUN_FAILED for f in findings)
+    busbw = busbw_at_largest(parsed) if parsed["complete"] else None  # a cut sweep's largest rows are not its end
+    low = busbw is not None and busbw < min_busbw_gbps
+    outcome: Outcome
+    if launch and not parsed["rows"] and not parsed["failures"]:
+        return NcclGroupResult(names, "unknown", None, [*problems, *messages, f"mpirun exit {run.rc}: {tail[0]}"],
+                               run, findings)
+    if died:
+        outcome = "fail"  # the run itself failed (a rank's failure line, a rank that exited badly)
+    elif problems:
+        outcome = "unknown"  # not one run over these nodes: says nothing about them
+    elif verdict == "fail" or low or run.rc != 0:
         outcome = "fail"
-    elif any(f["severity"] == "error" for f in findings):
+    elif verdict == "unknown":
         outcome = "unknown"
     else:
         outcome = "pass"
-    if busbw < min_busbw_gbps:
+    problems += messages
+    if run.rc != 0 and not died:
+        problems.append(f"mpirun exit {run.rc}")
+    if low:
         problems.append(f"busbw {busbw:.1f} GB/s at the largest sizes is below {min_busbw_gbps:g}")
     return NcclGroupResult(names, outcome, busbw, problems, run, findings)
 

@@ -8,10 +8,18 @@ Where the history is in NetBox:
 - **Documents**: every stage's evidence is a journal entry (or several, for a large one)
   on the device, with a fenced ``bringup-evidence`` block (:mod:`bringup.netbox.evidence`). The
   device's ``bringup_evidence`` index names only the *latest* document of each kind, so
-  the history is read from all the device's journal entries, in id order, and each
-  document is reassembled with :func:`bringup.netbox.evidence.decode` (its SHA-256 checked).
+  the history is read from all the device's journal entries, in id order.
   A ``burnin`` document opens a burn-in run; the next ``verdict`` document is its
   judgement (:func:`bringup.acceptance.judge_step.judge` writes it right after).
+- **Digests, not documents**: the steps record each burn-in and verdict document with its
+  digest (:mod:`bringup.acceptance.digest`: the figures these tables hold, with the
+  document's SHA-256 and a checksum of its own) in the head of its first entry. The tables
+  are made from digests; a document is decoded only when it has none (recorded before
+  digests: digested here by the same functions, so the rows are the same), when its digest
+  is wrong (a finding; the document's figures are used), or with ``verify`` (every document
+  decoded, its SHA-256 checked, and a digest whose figures are not its document's is a
+  finding). Documents of other kinds are not read, except with ``verify``. A 10,000-node
+  fleet with five burn-ins each reads in seconds (``bench/report.py``; docs/benchmarks.md).
 - **Stage timestamps**: the lifecycle writes a transition as an update of the device's
   stage custom field, with no journal entry of its own; NetBox's change log
   (``core.object_changes``) holds each update with its time and the field's new value.
@@ -26,19 +34,16 @@ of the load, never a pass.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
-from pydantic import ValidationError
 
-from bringup.acceptance.judge import Verdict
-from bringup.acceptance.result import BurnInResult, parse_result
+from bringup.acceptance import digest
 from bringup.errors import BringupError, ParseError
 from bringup.insight.run_summary import KEY_FIGURES
-from bringup.netbox.evidence import block_meta, decode
+from bringup.netbox.evidence import Digest, block_meta, decode, digest_problem, read_digest
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,7 @@ class _Doc:
     kind: str
     at: str
     entry: int
+    #: the document's digest (:mod:`bringup.acceptance.digest`), or _UNREADABLE
     data: Any
 
 
@@ -111,7 +117,8 @@ class _Rows:
 
     nodes: list[dict[str, Any]] = field(default_factory=list)
     runs: list[dict[str, Any]] = field(default_factory=list)
-    figures: list[dict[str, Any]] = field(default_factory=list)
+    figures: list[dict[str, Any]] = field(default_factory=list)  # each run's metrics, as the digest has them
+    figure_runs: list[tuple[str, int]] = field(default_factory=list)  # (node, run) of each
     gpus: list[tuple] = field(default_factory=list)
     reasons: list[tuple] = field(default_factory=list)
     stages: list[tuple] = field(default_factory=list)
@@ -124,9 +131,13 @@ STAGE_COLUMNS = ("node", "stage", "start")
 FINDING_COLUMNS = ("node", "path", "error")
 
 
-def documents(node: str, entries: Iterable[JournalEntry]) -> tuple[list[_Doc], list[tuple[str, str, str]]]:
-    """The evidence documents in a node's journal, oldest first, and (node, path, error)
-    for each that cannot be reassembled or decoded."""
+def documents(node: str, entries: Iterable[JournalEntry], *,
+              verify: bool = False) -> tuple[list[_Doc], list[tuple[str, str, str]]]:
+    """The digests of the burn-in and verdict documents in a node's journal, oldest first,
+    and (node, path, error) for each document that cannot be reassembled or read. A digest
+    recorded with its document is used as it is; a document without one (recorded before
+    digests) is decoded and digested here. ``verify``: every document is decoded (those of
+    other kinds too), and a recorded digest that is not its document's is a finding."""
     docs: list[_Doc] = []
     bad: list[tuple[str, str, str]] = []
     open_: dict[tuple[str, str], list[JournalEntry]] = {}
@@ -145,12 +156,10 @@ def documents(node: str, entries: Iterable[JournalEntry]) -> tuple[list[_Doc], l
         if str(len(parts)) != (total or "1"):
             continue
         del open_[key]
-        try:
-            data = decode(kind, [p.comments for p in parts], source=f"{node} journal #{parts[0].id}")
-        except ParseError as exc:
-            bad.append((node, f"journal #{parts[0].id} ({kind}){exc.path.lstrip('$')}", str(exc)))
-            data = _UNREADABLE
-        docs.append(_Doc(kind, parts[0].created, parts[0].id, data))
+        if kind in digest.KINDS:
+            docs.append(_Doc(kind, parts[0].created, parts[0].id, _digest(node, kind, sha, parts, bad, verify)))
+        elif verify:
+            _decode(node, kind, parts, bad)
     for (kind, _), parts in open_.items():
         bad.append((node, f"journal #{parts[0].id} ({kind})", "some parts of this document are missing"))
     return docs, bad
@@ -160,89 +169,91 @@ def documents(node: str, entries: Iterable[JournalEntry]) -> tuple[list[_Doc], l
 _UNREADABLE = object()
 
 
-def _json_path(loc: Iterable[Any]) -> str:
-    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
-
-
-def _burnin(h: NodeHistory, doc: _Doc, run: int, rows: _Rows) -> tuple[dict[str, Any], BurnInResult | None]:
-    """A run's row from its burn-in document (the agent's result, parsed by the one parser)."""
-    row: dict[str, Any] = {"node": h.node, "run": run, "burnin_at": doc.at, "entry": doc.entry}
-    stored = doc.data
-    where = f"journal #{doc.entry} (burnin)"
-    if stored is _UNREADABLE:
-        return row, None
-    if not isinstance(stored, dict) or "document" not in stored:
-        rows.findings.append((h.node, where, "the burn-in evidence holds no agent document"))
-        return row, None
-    plan = stored.get("plan") if isinstance(stored.get("plan"), dict) else {}
-    row.update(profile=plan.get("profile"), rc=stored.get("rc"))
-    raw = stored["document"]
-    if isinstance(raw, dict) and isinstance(raw.get("unparsed"), str):
-        raw = raw["unparsed"]  # the node's file was not JSON: parse_result says where it breaks
+def _decode(node: str, kind: str, parts: list[JournalEntry], bad: list[tuple[str, str, str]]) -> Any:
     try:
-        result = parse_result(raw, source=f"{h.node} run {run}")
+        return decode(kind, [p.comments for p in parts], source=f"{node} journal #{parts[0].id}")
     except ParseError as exc:
-        rows.findings.append((h.node, f"{where}.document{exc.path.lstrip('$')}", str(exc)))
-        return row, None
-    row.update(agent_version=result.agent_version, started=result.started, finished=result.finished,
-               partial=result.partial)
-    return row, result
+        bad.append((node, f"journal #{parts[0].id} ({kind}){exc.path.lstrip('$')}", str(exc)))
+        return _UNREADABLE
 
 
-def _figures(h: NodeHistory, run: int, result: BurnInResult, rows: _Rows) -> None:
-    fig: dict[str, Any] = {"node": h.node, "run": run}
-    for c in result.checks:
-        for metric, v in c.metrics.items():
-            if isinstance(v, int | float) and not isinstance(v, bool):
-                # interned: 50 000 runs share a few dozen column names
-                fig[sys.intern(f"{c.name}.{metric}")] = v
-    rows.figures.append(fig)
-    inv, clocks, burn = result.check("inventory"), result.check("clocks"), result.check("gpu_burn")
-    serials = result.serials()
-    per: dict[int, dict[str, Any]] = {i: {"serial": s} for i, s in enumerate(serials)}
-    for g in (clocks.data.get("gpus") if clocks else None) or []:
-        if isinstance(g, dict) and isinstance(g.get("gpu"), int):
-            per.setdefault(g["gpu"], {}).update(max_temp_c=g.get("max_temp_c"), max_power_w=g.get("max_power_w"))
-    if burn is not None:
-        gflops = burn.data.get("gflops") or []
-        status = burn.data.get("gpus") or {}
-        for i, v in enumerate(gflops if isinstance(gflops, list) else []):
-            per.setdefault(i, {})["gflops"] = v
-        for i, st in (status.items() if isinstance(status, dict) else []):
-            if str(i).isdigit():
-                per.setdefault(int(i), {})["burn_status"] = st
-    if inv is None and not per:
-        return
-    for i in sorted(per):
-        g = per[i]
-        rows.gpus.append((h.node, run, i, g.get("serial"), g.get("max_temp_c"), g.get("max_power_w"),
-                          g.get("gflops"), g.get("burn_status")))
+def _digest(node: str, kind: str, sha: str, parts: list[JournalEntry], bad: list[tuple[str, str, str]],
+            verify: bool) -> Any:
+    """The digest of one whole document: the recorded one when it stands for the document,
+    else made from the decoded document. A recorded digest that is wrong is a finding when
+    its document reads well (when it does not, that is the finding)."""
+    where = f"journal #{parts[0].id} ({kind}) digest"
+    found: Digest | None = None
+    recorded, wrong = None, None
+    try:
+        found = read_digest(parts[0].comments)
+        if found is not None:
+            problem = digest_problem(kind, found, sha)
+            wrong = (where, problem) if problem else None
+            recorded = None if problem else digest.parse(kind, found.text)
+    except ParseError as exc:
+        # a digest of another shape (older or newer code) is not wrong, only not ours to read
+        wrong = None if _other_version(found) else (where + exc.path.lstrip("$"), str(exc))
+    if recorded is not None and not verify:
+        return recorded
+    document = _decode(node, kind, parts, bad)
+    if document is _UNREADABLE:
+        return _UNREADABLE
+    fresh = digest.of(kind, document)
+    if recorded is not None and found is not None:
+        problem = digest_problem(kind, found, sha, fresh)
+        wrong = (where, problem) if problem else None
+    if wrong:
+        bad.append((node, wrong[0], f"{wrong[1]}; the document's figures are used"))
+    return digest.parse(kind, fresh)
+
+
+def _other_version(found: Any) -> bool:
+    try:
+        data = found.data if found is not None else None
+    except ParseError:
+        return False
+    return isinstance(data, dict) and data.get("v") != digest.VERSION
+
+
+def _burnin(h: NodeHistory, doc: _Doc, run: int, rows: _Rows) -> dict[str, Any]:
+    """A run's row, and its figures and GPU rows, from its burn-in document's digest."""
+    row: dict[str, Any] = {"node": h.node, "run": run, "burnin_at": doc.at, "entry": doc.entry}
+    d = doc.data
+    if d is _UNREADABLE:
+        return row
+    rows.findings.extend((h.node, f"journal #{doc.entry} (burnin){path}", message) for path, message in d.problems)
+    row.update(profile=d.profile, rc=d.rc)
+    if d.metrics is None:
+        return row  # the agent's document could not be parsed: no figures (never a pass)
+    row.update(agent_version=d.agent_version, started=d.started, finished=d.finished, partial=d.partial)
+    # the digest's own dict, not a copy: pydantic's parser shares the key strings between runs
+    rows.figures.append(d.metrics)
+    rows.figure_runs.append((h.node, run))
+    rows.gpus.extend((h.node, run, *g) for g in d.gpus)
+    return row
 
 
 def _verdict(h: NodeHistory, doc: _Doc, run: int, row: dict[str, Any], rows: _Rows) -> None:
     row.update(judged_at=doc.at, verdict="unreadable")
-    if doc.data is _UNREADABLE:
+    d = doc.data
+    if d is _UNREADABLE:
         return
-    try:
-        verdict = Verdict.model_validate(doc.data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        rows.findings.append((h.node, f"journal #{doc.entry} (verdict){_json_path(first['loc']).lstrip('$')}",
-                              first["msg"]))
+    rows.findings.extend((h.node, f"journal #{doc.entry} (verdict){path}", message) for path, message in d.problems)
+    if d.status is None:
         return
-    row["verdict"] = verdict.status
-    row["reasons"] = "; ".join(r.message for r in verdict.reasons)
-    figures = doc.data.get("figures") if isinstance(doc.data.get("figures"), dict) else {}
+    row["verdict"] = d.status
+    row["reasons"] = "; ".join(r[3] for r in d.reasons)
     for f in KEY_FIGURES:
-        row[f] = figures.get(f)
-    rows.reasons.extend((h.node, run, r.check, r.code, r.blocking, r.message) for r in verdict.reasons)
+        row[f] = d.figures.get(f)
+    rows.reasons.extend((h.node, run, *r) for r in d.reasons)
 
 
-def _node(h: NodeHistory, rows: _Rows) -> None:
+def _node(h: NodeHistory, rows: _Rows, verify: bool) -> None:
     rows.nodes.append({"node": h.node, "site": h.site, "rack": h.rack, "pool": h.pool, "sku": h.sku,
                        "gpus": h.gpus, "stage": h.stage})
     rows.stages.extend((h.node, c.stage, c.at) for c in h.changes)
-    docs, bad = documents(h.node, h.journal)
+    docs, bad = documents(h.node, h.journal, verify=verify)
     rows.findings.extend(bad)
     run, row = 0, None
     for doc in docs:
@@ -250,13 +261,8 @@ def _node(h: NodeHistory, rows: _Rows) -> None:
             if row is not None:
                 rows.runs.append(row)
             run += 1
-            row, result = _burnin(h, doc, run, rows)
+            row = _burnin(h, doc, run, rows)
             row.setdefault("verdict", "pending")  # collected, not judged yet: never a pass
-            if result is not None:
-                try:
-                    _figures(h, run, result, rows)
-                except (AttributeError, TypeError, ValueError) as exc:  # odd shapes the model lets through
-                    rows.findings.append((h.node, f"journal #{doc.entry} (burnin).document", f"odd figures: {exc}"))
         elif doc.kind == "verdict":
             if row is None or "judged_at" in row:  # a verdict whose burn-in document is gone
                 if row is not None:
@@ -268,13 +274,14 @@ def _node(h: NodeHistory, rows: _Rows) -> None:
         rows.runs.append(row)
 
 
-def build(histories: Iterable[NodeHistory]) -> FleetData:
+def build(histories: Iterable[NodeHistory], *, verify: bool = False) -> FleetData:
     """The fleet's tables from already-fetched histories (one pass; histories may be a
-    generator, so a large fleet is never held as documents all at once)."""
+    generator, so a large fleet is never held as documents all at once). ``verify``: decode
+    every document and check the recorded digests against them (see :func:`documents`)."""
     rows = _Rows()
     for h in histories:
         try:
-            _node(h, rows)
+            _node(h, rows, verify)
         except BringupError as exc:  # whatever else: that node is a finding, the others load
             rows.findings.append((h.node, "$", str(exc)))
     return _frames(rows)
@@ -288,7 +295,9 @@ def _frames(rows: _Rows) -> FleetData:
         runs[col] = pd.to_datetime(runs[col], utc=True, errors="coerce", format="ISO8601")
     runs["duration_s"] = (runs["finished"] - runs["started"]).dt.total_seconds()
     runs["verdict"] = runs["verdict"].fillna("pending")
-    figures = pd.DataFrame.from_records(rows.figures) if rows.figures else pd.DataFrame(columns=["node", "run"])
+    figures = pd.DataFrame.from_records(rows.figures) if rows.figures else pd.DataFrame()
+    figures.insert(0, "node", [n for n, _ in rows.figure_runs])
+    figures.insert(1, "run", [r for _, r in rows.figure_runs])
     stages = pd.DataFrame.from_records(rows.stages, columns=list(STAGE_COLUMNS))
     stages["start"] = pd.to_datetime(stages["start"], utc=True, errors="coerce", format="ISO8601")
     stages = stages.sort_values(["node", "start"], kind="stable").reset_index(drop=True)
@@ -303,20 +312,24 @@ def _frames(rows: _Rows) -> FleetData:
         stages=stages, findings=pd.DataFrame.from_records(rows.findings, columns=list(FINDING_COLUMNS)))
 
 
-def load(netbox: Any, *, site: str | None = None, rack: str | None = None) -> FleetData:
+def load(netbox: Any, *, site: str | None = None, rack: str | None = None, verify: bool = False,
+         chunk: int = 500) -> FleetData:
     """The fleet's tables from NetBox, through the adapter (:class:`~bringup.netbox.adapter.NetBox`):
-    the nodes, then all their journal entries and stage changes in a few bulk reads."""
+    the nodes, then their journal entries and stage changes in bulk reads, ``chunk`` nodes at
+    a time (so only that many nodes' documents are held at once)."""
     records = netbox.nodes(site=site, rack=rack)
-    ids = [r.id for r in records]
-    journals = netbox.journals(ids)
-    changes = netbox.stage_changes(ids)
 
     def histories():
-        for r in records:
-            yield NodeHistory(
-                node=r.name, site=r.site, rack=r.rack, pool=str((r.pool or {}).get("name") or "default"),
-                sku=r.sku.sku, gpus=r.sku.gpu.count, stage=r.stage,
-                journal=[JournalEntry(int(e["id"]), str(e["created"]), str(e.get("kind") or ""),
-                                      str(e.get("comments") or "")) for e in journals.get(r.id, [])],
-                changes=[StageChange(at, stage) for at, stage in changes.get(r.id, [])])
-    return build(histories())
+        for n in range(0, len(records), chunk):
+            part = records[n:n + chunk]
+            ids = [r.id for r in part]
+            journals = netbox.journals(ids)
+            changes = netbox.stage_changes(ids)
+            for r in part:
+                yield NodeHistory(
+                    node=r.name, site=r.site, rack=r.rack, pool=str((r.pool or {}).get("name") or "default"),
+                    sku=r.sku.sku, gpus=r.sku.gpu.count, stage=r.stage,
+                    journal=[JournalEntry(int(e["id"]), str(e["created"]), str(e.get("kind") or ""),
+                                          str(e.get("comments") or "")) for e in journals.get(r.id, [])],
+                    changes=[StageChange(at, stage) for at, stage in changes.get(r.id, [])])
+    return build(histories(), verify=verify)

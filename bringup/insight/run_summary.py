@@ -65,7 +65,8 @@ def summary_text(reports: Iterable[NodeReport]) -> str:
     for r in quarantined:
         out.append(f"  QUARANTINED {r.node}: {'; '.join(r.reasons) or 'no reason recorded'}")
     for r in other:
-        out.append(f"  {r.verdict.upper():11} {r.node}: stage {r.stage}; {'; '.join(r.reasons)}")
+        # a walk that stopped always carries its reason; a row without one still says so
+        out.append(f"  {r.verdict.upper():11} {r.node}: stage {r.stage}; {'; '.join(r.reasons) or 'no reason recorded'}")
     return "\n".join(out)
 
 

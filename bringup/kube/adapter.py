@@ -23,7 +23,7 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import urllib3
 import yaml
@@ -42,7 +42,6 @@ from bringup.admission.labels import (
 )
 from bringup.errors import (
     ConfigError,
-    DrainTimeoutError,
     KubeAuthError,
     KubeConflictError,
     KubeError,
@@ -62,6 +61,9 @@ from bringup.kube.models import (
 from bringup.kube.tokens import TOKEN_NAMESPACE, ca_cert_hash, generate_token, token_secret
 from bringup.retry import Backoff, Timeout, retry
 from bringup.retry import poll as poll_until
+
+if TYPE_CHECKING:
+    from bringup.kube.drain import DrainWait
 
 log = logging.getLogger(__name__)
 
@@ -331,65 +333,14 @@ class KubeAdapter:
                               metadata=k8s.V1ObjectMeta(name=pod.name, namespace=pod.namespace))
         self._call(f"evict pod {pod}", self.core.create_namespaced_pod_eviction, pod.name, pod.namespace, body)
 
-    def drain(self, name: str, timeout: float, ignore_daemonsets: bool = True, poll: float = 1.0) -> DrainResult:
+    def drain(self, name: str, timeout: float, ignore_daemonsets: bool = True, poll: float = 1.0,
+              on_wait: Callable[[DrainWait], None] | None = None) -> DrainResult:
         """Cordon, then evict every pod through the Eviction API, honouring
-        PodDisruptionBudgets (429: retried with backoff until ``timeout``). DaemonSet-owned
-        and mirror pods are skipped. Raises DrainTimeoutError naming the pods left."""
-        deadline = self._clock() + timeout
-        try:
-            self.cordon(name, "draining")
-        except KubeNotFoundError:
-            raise KubeNotFoundError(f"node {name} is not registered; nothing to drain") from None
-        skipped, pending = [], {}
-        daemon = []
-        for pod in self.pods_on(name):
-            if pod.mirror:
-                skipped.append(str(pod))
-            elif pod.owner_kind == "DaemonSet":
-                (skipped if ignore_daemonsets else daemon).append(str(pod))
-            else:
-                pending[str(pod)] = pod
-        if daemon:
-            raise KubeError(f"node {name} runs DaemonSet-managed pods: {', '.join(daemon)}",
-                            hint="drain with ignore_daemonsets=True; DaemonSets recreate their pods anyway")
-        evicting: set[str] = set()
-        evicted: list[str] = []
-        why: dict[str, str] = {}
-
-        def evict_pass() -> bool | None:
-            """One pass over the pods left: evict those not evicted yet, drop those gone.
-            True once none is left."""
-            for key, pod in list(pending.items()):
-                try:
-                    if key not in evicting:
-                        self._evict(pod)
-                        evicting.add(key)
-                        why[key] = "evicted, waiting for it to terminate"
-                    if self._gone(pod):
-                        evicted.append(key)
-                        del pending[key]
-                except KubeNotFoundError:
-                    evicted.append(key)  # already gone
-                    del pending[key]
-                except KubeTransientError as exc:
-                    # 429 is a PodDisruptionBudget saying "not now"; 5xx may pass too
-                    why[key] = exc.args[0]  # the message without the generic retry hint
-            return True if not pending else None
-
-        try:
-            poll_until(evict_pass, timeout=deadline - self._clock(), what=f"drain of node {name}",
-                       backoff=Backoff(first=poll, factor=2.0, cap=10.0), sleep=self._sleep, clock=self._clock)
-        except Timeout:
-            detail = "; ".join(f"{k} ({why.get(k, 'not evicted')})" for k in pending)
-            self._note(name, "DrainTimedOut", f"drain timed out after {timeout:g}s with {len(pending)} pod(s) "
-                       f"left: {detail}", warning=True)
-            raise DrainTimeoutError(f"drain of node {name} timed out after {timeout:g}s with "
-                                    f"{len(pending)} pod(s) left: {detail}", pods=sorted(pending),
-                                    hint="the node stays cordoned; check the PodDisruptionBudgets named "
-                                         "above or drain again with a longer timeout") from None
-        self._note(name, "Drained", f"drained by bringup: {len(evicted)} pod(s) evicted, {len(skipped)} "
-                   "DaemonSet or mirror pod(s) left")
-        return DrainResult(node=name, evicted=evicted, skipped=skipped)
+        PodDisruptionBudgets, all within ``timeout`` (the whole drain's deadline);
+        ``on_wait`` hears what holds it while it waits. Raises DrainBlocked naming the pods
+        left and the budgets (see :func:`bringup.kube.drain.drain`)."""
+        from bringup.kube.drain import drain  # the drain builds on this module
+        return drain(self, name, timeout, ignore_daemonsets=ignore_daemonsets, poll=poll, on_wait=on_wait)
 
 
 __all__ = ["KubeAdapter"]

@@ -157,8 +157,12 @@ class QuarantineResult(BaseModel):
 
 
 class DrainResult(BaseModel):
+    """A drain that finished: every pod but DaemonSet-owned and mirror ones gone (one that
+    did not finish raises :class:`~bringup.errors.DrainBlocked` instead)."""
+
     model_config = ConfigDict(frozen=True)
 
     node: str
     evicted: list[str] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)   # DaemonSet-owned and mirror pods
+    seconds: float = 0.0                               # how long the whole drain took

@@ -21,12 +21,15 @@ state whose evidence it already holds. ``force`` restarts a node from ``planned`
 draining it first if it serves.
 
 One run holds a node at a time (its lease, :mod:`bringup.netbox.lease`): :meth:`Lifecycle.run_step`
-re-reads it before recording and refuses (``LeaseLost``) once the run lost the node.
+reads it from NetBox before the step and again before recording, and refuses (``LeaseLost``)
+once the run lost the node (:mod:`bringup.lifecycle.leasing`). Whatever stops a walk, the
+node says why (``bringup_reason`` and its journal; :meth:`Lifecycle.stopped`).
 
 Which errors are whose: a :class:`~bringup.errors.TransientError` is raised to the
 orchestrator, which retries; a :class:`~bringup.errors.ControllerFault` (our settings,
 credentials, services) holds the node where it is with the reason and is raised; any
-other error of a step is about the node and quarantines it.
+other :class:`~bringup.errors.BringupError` of a step is about the node and quarantines it;
+any other exception is a bug of ours (:class:`StepCrashed`): held, never quarantined.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bringup.errors import BringupError, ControllerFault, NetBoxUnavailable, TransientError
+from bringup.lifecycle.leasing import Leasing
 from bringup.lifecycle.ports import Records, StepFn
 from bringup.lifecycle.results import NodeReport, StepResult
 from bringup.lifecycle.table import (
@@ -54,6 +58,7 @@ from bringup.lifecycle.table import (
     LifecycleError,
     State,
     Step,
+    StepCrashed,
     check,
     choices,
     initial_fields,
@@ -65,15 +70,13 @@ from bringup.netbox import lease as leases
 log = logging.getLogger(__name__)
 
 
-
-
 def _index(node: Any, fields: dict[str, Any]) -> dict[str, Any]:
     """The evidence index as it will be after this write: the one being written, else the node's."""
     return dict(fields.get("bringup_evidence") or node.custom_fields.get("bringup_evidence") or {})
 
 
 @dataclass
-class Lifecycle:
+class Lifecycle(Leasing):
     """The engine over :data:`TABLE`: runs a state's steps through ``steps`` (step name ->
     function; the real ones are in :mod:`bringup.pipeline`) and records every outcome in
     ``records``. ``on_quarantine`` isolates a node in the cluster (cordon and taint)."""
@@ -88,6 +91,10 @@ class Lifecycle:
     table: Mapping[State, Handler] = field(default_factory=lambda: TABLE)
     #: (node, holder) -> the node's record, for the renewals of a lease this process holds
     _leased: dict[tuple[str, str], Any] = field(default_factory=dict, init=False, repr=False)
+    #: (node, holder) -> what this process knows of a lease it holds (bringup.lifecycle.leasing)
+    _tenancy: dict[tuple[str, str], leases.Tenancy] = field(default_factory=dict, init=False, repr=False)
+    #: node -> why this process last stopped a walk of it
+    _why: dict[str, str] = field(default_factory=dict, init=False, repr=False)
     #: where a result NetBox could not take waits for the next run (:class:`bringup.netbox.spool.Spool`)
     spool: Any = None
 
@@ -127,12 +134,17 @@ class Lifecycle:
         handler = self.table.get(state)
         if handler is None or step not in [s.name for s in handler.steps]:
             raise LifecycleError(f"{step!r} is not a step of state {state}")
+        self._why.pop(name, None)   # this step has not stopped the walk (yet)
         node = self.records.node(name)
         current = parse_state(node.stage)
         if current != state:
-            raise LifecycleError(f"{name} is {current}, not {state}: another run moved it",
+            err = LifecycleError(f"{name} is {current}, not {state}: another run moved it",
                                  hint="look at the node's journal in NetBox; one run per node")
-        self._fence(name, node.custom_fields.get(leases.FIELD), holder)
+            if holder is not None:   # this run holds the node, so someone moved it by hand
+                self.hold(name, str(err))
+            raise err
+        # the lease as NetBox holds it now: the copy in ``node`` may be minutes old already
+        self._fence(node, holder)
         kept = self.spool.find(name, state.value, step) if self.spool is not None else None
         if kept is not None:  # a run that could not reach NetBox did this step: record it, do not redo it
             log.info("%s: recording the %s result spooled at %s instead of running it again", name, step, kept.at)
@@ -149,12 +161,18 @@ class Lifecycle:
         except BringupError as exc:  # the node's own failure: a result, not a crash
             result = StepResult(node=name, step=step, ok=False, summary=f"{step} failed: {exc}",
                                 reasons=[f"{step} did not finish: {exc}"])
+        except Exception as exc:  # a bug of ours: never the node's fault
+            why = f"{step} failed inside bringup: {type(exc).__name__}: {exc}"
+            self.hold(name, why)
+            raise StepCrashed(why, hint="a bug in bringup: report it with the run's log") from exc
         # the step may have taken long: record only if the node is still this run's
         try:
-            self._fence(name, self.records.lease(node), holder)
+            self._fence(node, holder)
         except NetBoxUnavailable:
             pass  # NetBox is away: _keep cannot record either, and keeps the result for the next run
-        return self._keep(node, state, handler, step, result)
+        result = self._keep(node, state, handler, step, result)
+        self._why.pop(name, None)   # recorded: a hold the step made while it waited is over
+        return result
 
     def _keep(self, node: Any, state: State, handler: Handler, step: str, result: StepResult,
               replay: bool = False) -> StepResult:
@@ -170,13 +188,6 @@ class Lifecycle:
             raise ResultSpooled(f"{node.name}: NetBox is unreachable, so the {step} result is kept{where} "
                                 f"for the next run ({exc})",
                                 hint="bring NetBox back and run again: the result is recorded, not redone") from exc
-
-    @staticmethod
-    def _fence(name: str, current: Any, holder: str | None) -> None:
-        why = leases.fence(name, current, holder, leases.utcnow())
-        if why:
-            raise leases.LeaseLost(f"{why}: this run records nothing for {name}",
-                                   hint="the run holding the node carries on; see its lease in NetBox")
 
     def _record(self, node: Any, state: State, handler: Handler, step: str, result: StepResult) -> StepResult:
         fields = dict(result.fields)
@@ -253,7 +264,9 @@ class Lifecycle:
 
     def hold(self, name: str, reason: str, evidence: list[Any] = ()) -> None:
         """The node stays where it is (not its fault, or not known yet); NetBox says why,
-        with what was seen (``evidence``: an undecided fabric test's document) kept."""
+        with what was seen (``evidence``: an undecided fabric test's document) kept. The
+        run's report says it too, should NetBox not take it."""
+        self._why[name] = reason
         try:
             node = self.records.node(name)
             fields: dict[str, Any] = {"bringup_reason": f"held in {node.stage}: {reason}"[:4000]}
@@ -286,7 +299,9 @@ class Lifecycle:
         state = parse_state(node.stage)
         if state != State.ACTIVE:
             return state
-        self._transition(node, state, State.DRAINING, status="staged")
+        # tagged as suspect() tags: a re-burn-in left blocked in draining (a PDB) is resumed
+        # by the next reburnin run, which only takes tagged draining nodes
+        self._transition(node, state, State.DRAINING, status="staged", add_tags=(REBURNIN_TAG,))
         return State.DRAINING
 
     def suspect(self, name: str, reasons: list[str], evidence: list[Any] = ()) -> State:
@@ -311,26 +326,6 @@ class Lifecycle:
                              + "\n".join(f"- {r}" for r in reasons) + f"\n\nKubernetes: {cluster}\n", kind="danger")
         return State.DRAINING
 
-    # --- leases: one run holds a node at a time ------------------------------------------------------
-    def acquire(self, name: str, me: leases.Claimant, ttl: float = leases.TTL_S,
-                ended: Callable[[str], bool] | None = None) -> leases.LeaseHeld | None:
-        """Take the node's lease for ``me``; who holds it instead, when another live run does.
-        ``ended(run)`` tells whether a holding run is over (its lease is then free)."""
-        node = self.records.node(name)
-        held = self.records.claim(node, me, ttl, ended=ended)
-        if held is None:  # renewals reuse this record: a full node read costs several requests
-            self._leased[(name, me.holder)] = node
-        return held
-
-    def renew(self, name: str, holder: str, ttl: float = leases.TTL_S) -> str | None:
-        """Push the lease's expiry on; why it was lost, when it no longer is ``holder``'s."""
-        node = self._leased.get((name, holder)) or self.records.node(name)
-        return self.records.renew(node, holder, ttl)
-
-    def release(self, name: str, holder: str) -> None:
-        node = self._leased.pop((name, holder), None) or self.records.node(name)
-        self.records.release(node, holder)
-
     def report(self, name: str, known: list[StepResult] | None = None) -> NodeReport:
         """The node's row of the fleet table, from NetBox; when NetBox cannot be read, from
         what this run saw of it (``known``: its step results), marked as such."""
@@ -340,16 +335,17 @@ class Lifecycle:
             if known is None:
                 raise
             last = known[-1] if known else None
-            return NodeReport(node=name, verdict="held", stage=(last.state if last else "") or "unknown",
-                              reasons=[f"NetBox could not be read ({exc}); this row is what the run saw",
-                                       *(last.reasons if last and not last.ok else [])],
-                              figures=dict(last.figures) if last else {})
+            return self._with_why(NodeReport(
+                node=name, verdict="held", stage=(last.state if last else "") or "unknown",
+                reasons=[f"NetBox could not be read ({exc}); this row is what the run saw",
+                         *(last.reasons if last and not last.ok else [])],
+                figures=dict(last.figures) if last else {}))
         state = parse_state(node.stage)
         verdict = {State.ACTIVE: "admitted", State.QUARANTINED: "quarantined",
                    State.INSPECTION: "quarantined"}.get(state, "pending")
-        return self.records.report(node, verdict)
+        return self._with_why(self.records.report(node, verdict))
 
 #: the table's names, re-exported: callers import the lifecycle from one place
 __all__ = ["ALLOWED", "EXTRA_TRANSITIONS", "LABELS", "LEGACY", "PATH", "PROGRESS", "QUARANTINE_TAG", "REBURNIN_TAG",
-           "STEP_NAMES", "TABLE", "Handler", "Lifecycle", "LifecycleError", "State", "Step", "check", "choices",
-           "initial_fields", "parse_state", "path"]
+           "STEP_NAMES", "TABLE", "Handler", "Lifecycle", "LifecycleError", "State", "Step", "StepCrashed", "check",
+           "choices", "initial_fields", "parse_state", "path"]

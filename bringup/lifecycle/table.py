@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from bringup.errors import ConfigError
+from bringup.errors import ConfigError, ControllerFault
 
 
 class State(StrEnum):
@@ -89,6 +89,11 @@ PATH = (State.PLANNED, State.DISCOVERED, State.PROVISIONED, State.BURNED_IN, Sta
 
 class LifecycleError(ConfigError):
     """A transition the table does not allow, or a stage value NetBox should not hold."""
+
+
+class StepCrashed(ControllerFault):
+    """A step raised an error bringup does not know (a bug of ours): the node is held where
+    it is with the error, never quarantined for it."""
 
 
 def parse_state(value: Any) -> State:

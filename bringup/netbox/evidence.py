@@ -23,6 +23,16 @@ of more than :data:`COMPRESS_OVER` bytes of JSON is gzip-compressed and base64-e
 needed, :data:`CHUNK` characters each. Nothing is ever truncated; a reader checks the
 SHA-256 of what it reassembled.
 
+Digests: a fleet report needs a few figures of each of thousands of documents, not the
+documents. A step may record a compact **digest** of a document beside it, in the head of the
+document's first journal entry (:func:`digest_block`: a fenced ``bringup-digest`` block
+naming the kind, the SHA-256 of the document it was made from and a checksum of its own
+text bound to that SHA-256), so it costs no extra request and comes back with the same
+journal listing; :func:`read_digest` reads it without touching the document. What a digest
+holds is the recording step's business (:mod:`bringup.acceptance.digest`);
+:func:`digest_problem` says when one does not stand for its document (another document's,
+edited by hand, or, checked against the decoded document, other figures): a finding.
+
 The codec below is pure; :class:`EvidenceStore` does the NetBox I/O through the adapter.
 """
 
@@ -34,6 +44,7 @@ import hashlib
 import json
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -41,6 +52,7 @@ from typing import Any, Protocol
 from bringup.errors import NetBoxNotFound, ParseError
 
 MARKER = "bringup-evidence"
+DIGEST_MARKER = "bringup-digest"
 COMPRESS_OVER = 64 * 1024
 CHUNK = 512 * 1024
 INDEX_FIELD = "bringup_evidence"
@@ -51,6 +63,11 @@ _BLOCK = re.compile(r"```" + MARKER + r" (?P<meta>[^\n]*)\n(?P<body>.*?)\n```", 
 # --- pure codec ------------------------------------------------------------------------------
 def canonical(document: Any) -> str:
     return json.dumps(document, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def sha256_of(document: Any) -> str:
+    """The SHA-256 that :func:`encode` records for ``document`` (of its canonical JSON)."""
+    return hashlib.sha256(canonical(document).encode()).hexdigest()
 
 
 def encode(kind: str, document: Any) -> tuple[list[str], dict[str, Any]]:
@@ -82,6 +99,73 @@ def block_meta(text: str) -> dict[str, str] | None:
     start = (text or "").find(head)
     end = text.find("\n", start) if start >= 0 else -1
     return _meta(text[start + len(head):end]) if end >= 0 else None
+
+
+@dataclass(frozen=True)
+class Digest:
+    """A digest read from a journal entry: its kind, the SHA-256 of the document it was made
+    from, and its JSON text (not yet parsed: a reader validates it into its own model)."""
+
+    kind: str
+    sha256: str
+    text: str
+    #: the digest's own checksum (:func:`digest_checksum`), as recorded
+    checksum: str = ""
+
+    @property
+    def data(self) -> Any:
+        """The digest's JSON; :class:`ParseError` when it is not JSON."""
+        try:
+            return json.loads(self.text)
+        except ValueError as exc:
+            raise ParseError(f"the digest is not JSON: {exc}", path="$") from None
+
+
+def digest_block(kind: str, document: Any, digest: Any) -> str:
+    """The fenced block that records ``digest`` of ``document``: appended to the summary of
+    the evidence (the head of its first journal entry), it is stored with the document."""
+    # in the extractor's order (a report's columns follow it); the checksum covers the text as written
+    body = json.dumps(digest, separators=(",", ":"), default=str)
+    sha = sha256_of(document)
+    return f"```{DIGEST_MARKER} kind={kind} sha256={sha} check={digest_checksum(sha, body)}\n{body}\n```"
+
+
+def digest_checksum(sha256: str, text: str) -> str:
+    """The checksum of a digest's text, bound to its document's SHA-256: a digest edited by
+    hand, or pasted from another document, shows without decoding the document."""
+    return hashlib.sha256(f"{sha256}\n{text}".encode()).hexdigest()
+
+
+def read_digest(text: str) -> Digest | None:
+    """The digest in the head of a journal entry (before its evidence block); None when it
+    has none (evidence recorded before digests, a later part, a note). A digest block that is
+    cut is a :class:`ParseError`."""
+    text = text or ""
+    head = "```" + DIGEST_MARKER + " "
+    end = text.find("```" + MARKER + " ")
+    start = text.find(head, 0, end if end >= 0 else len(text))
+    if start < 0:
+        return None
+    eol = text.find("\n", start)
+    close = text.find("\n```", eol)
+    if eol < 0 or close < 0:
+        raise ParseError("the digest block is cut", path="$", hint="the entry was edited; rerun the stage")
+    meta = _meta(text[start + len(head):eol])
+    return Digest(meta.get("kind", ""), meta.get("sha256", ""), text[eol + 1:close], meta.get("check", ""))
+
+
+def digest_problem(kind: str, digest: Digest, sha256: str, fresh: Any = None) -> str | None:
+    """Why ``digest`` does not stand for the ``kind`` document of checksum ``sha256``, or None.
+    ``fresh``, when given, is the digest made again from the document: the recorded one must
+    hold the same figures."""
+    if digest.kind != kind or digest.sha256 != sha256:
+        return (f"the digest is of {digest.kind or '?'} document {digest.sha256[:12] or '?'}, not of this "
+                f"{kind} document {sha256[:12]}: it was edited or moved")
+    if digest.checksum != digest_checksum(digest.sha256, digest.text):
+        return "the digest does not match its checksum: it was edited or cut"
+    if fresh is not None and canonical(fresh) != canonical(digest.data):  # data: ParseError if not JSON
+        return "the digest's figures are not its document's: it was edited, or made by a faulty extractor"
+    return None
 
 
 def decode(kind: str, texts: list[str], *, source: str = "") -> Any:
@@ -182,6 +266,10 @@ class EvidenceStore:
 
     def get(self, node: str, custom_fields: dict[str, Any], kind: str) -> Any:
         """The latest ``kind`` document of a node; NetBoxNotFound when none was recorded."""
+        texts, source = self._texts(node, custom_fields, kind)
+        return decode(kind, texts, source=source)
+
+    def _texts(self, node: str, custom_fields: dict[str, Any], kind: str) -> tuple[list[str], str]:
         rec = (self.index_of(custom_fields).get("docs") or {}).get(kind)
         source = f"{node} evidence {kind!r}"
         if not rec:
@@ -193,4 +281,20 @@ class EvidenceStore:
         if missing:
             raise ParseError(f"journal entries {missing} are gone from NetBox", source=source,
                              hint="someone deleted them; rerun the stage to record the evidence again")
-        return decode(kind, [texts[i] for i in ids], source=source)
+        return [texts[i] for i in ids], source
+
+    def show(self, node: str, custom_fields: dict[str, Any], kind: str,
+             summarize: Callable[[Any], Any] | None = None) -> tuple[Any, str | None]:
+        """The latest ``kind`` document, fetched to show it, and what is wrong with the digest
+        recorded with it (None: none recorded, or it agrees); ``summarize`` makes the digest
+        again from the document, to compare the figures too. Same requests as :meth:`get`."""
+        texts, source = self._texts(node, custom_fields, kind)
+        document = decode(kind, texts, source=source)
+        try:
+            digest = read_digest(texts[0] if texts else "")
+        except ParseError as exc:
+            return document, f"the digest cannot be read: {exc}"
+        if digest is None:
+            return document, None
+        fresh = summarize(document) if summarize is not None else None
+        return document, digest_problem(kind, digest, sha256_of(document), fresh)

@@ -9,7 +9,7 @@ back at the end. The lease lives with the node (NetBox's ``bringup_lease`` custo
 Taking, renewing and giving back are compare-and-swap writes (read the node with its
 version, write only if it is unchanged, else read again and decide again), so two runs
 that race for a node cannot both win. A holder that dies stops renewing: its lease
-expires after :data:`TTL_S` and the next run takes the node; on the holder's own host
+expires after :data:`TTL_S` (sized from NetBox's worst case) and the next run takes the node; on the holder's own host
 (same PID namespace), a dead process is seen at once.
 
 A run whose lease expired or was taken over must not record anything more for the node:
@@ -35,16 +35,23 @@ from typing import Any, Literal, Self
 
 from bringup.errors import BringupError, ControllerFault, PreconditionFailed
 from bringup.localfiles import pid_alive
+from bringup.netbox.http_retry import CALL_WORST_S, WORST_CASE_S
 from bringup.retry import Backoff, retry
 
 FIELD = "bringup_lease"
-#: a lease lasts this long unless renewed; a run renews it every TTL_S / 3, so one failed
-#: renewal (NetBox briefly away) does not lose the node
-TTL_S = 300.0
-RENEW_EVERY_S = TTL_S / 3
-#: a run records a result only while its lease has at least this long to go: the
-#: recording writes finish before anyone else may take the node (clocks within seconds)
-FENCE_MARGIN_S = 30.0
+# The lease's numbers come from the NetBox client's worst case (bringup.netbox.http_retry),
+# not beside it: a live holder must never see its lease run out because NetBox was slow.
+#: one renewal at its worst: its read and its conditional write, each riding out an outage
+RENEW_WORST_S = 2 * WORST_CASE_S
+#: a run renews its leases this often, counted from the end of the last renewal
+RENEW_EVERY_S = CALL_WORST_S / 2
+#: a run records a result only while its lease has at least this long to go: the recording
+#: writes land (one HTTP call's worst case) before anyone else may take the node
+FENCE_MARGIN_S = CALL_WORST_S
+#: a lease lasts this long unless renewed: the last renewal's write may land WORST_CASE_S
+#: after it set the expiry, then the pause, then the next renewal at its worst, and the
+#: fence's margin is still left
+TTL_S = WORST_CASE_S + RENEW_EVERY_S + RENEW_WORST_S + FENCE_MARGIN_S
 #: compare-and-swap attempts before giving up (each loss means someone else wrote the node)
 CAS_ATTEMPTS = 5
 
@@ -242,10 +249,17 @@ def cas(read: Callable[[], tuple[str, Any]], write: Callable[[str, Any], None],
                  give_up=lost)
 
 
-def fence(node: str, current: Any, holder: str | None, now: datetime, margin: float = FENCE_MARGIN_S) -> str:
+def fence(node: str, current: Any, holder: str | None, now: datetime, margin: float = FENCE_MARGIN_S,
+          known_until: datetime | None = None) -> str:
     """Why a result may NOT be recorded now ("" when it may). A run holding leases
     (``holder``) records only under its own lease with ``margin`` seconds to go; a use
-    without leases (a one-off CLI command) records unless another run holds the node."""
+    without leases (a one-off CLI command) records unless another run holds the node.
+
+    ``current`` must be the lease as NetBox holds it now (read just before), never a copy
+    read earlier: renewals only push the expiry on, so an old copy makes a live lease look
+    as if it ran out. ``known_until`` is the expiry of this run's own last successful
+    renewal (a lower bound of what NetBox holds): a read that came back slowly does not
+    count against a lease the holder knows it renewed."""
     lease = Lease.parse(current)
     if holder is None:
         if decide(current, "", now) == "held":
@@ -255,9 +269,34 @@ def fence(node: str, current: Any, holder: str | None, now: datetime, margin: fl
         return f"the lease of {node} was cleared"
     if lease.holder != holder:
         return f"the lease of {node} was taken by run {lease.run} on {lease.host}"
-    if lease.expires - now <= timedelta(seconds=margin):
-        return f"the lease of {node} runs out at {lease.expires.isoformat(timespec='seconds')} (not renewed)"
+    expires = max(lease.expires, known_until) if known_until is not None else lease.expires
+    if expires - now <= timedelta(seconds=margin):
+        return f"the lease of {node} runs out at {expires.isoformat(timespec='seconds')} (not renewed)"
     return ""
+
+
+def taken(current: Any, holder: str | None, now: datetime) -> bool:
+    """Whether another run holds the lease now (not expired): the node is that run's to
+    record on, and a run that lost it writes nothing there but a journal line."""
+    return decide(current, holder or "", now) == "held"
+
+
+@dataclass
+class Tenancy:
+    """What this process knows of a lease it holds: ``until``, the expiry of its last
+    successful claim or renewal (NetBox holds at least that, unless someone cleared or
+    took the lease); ``stopped``, why its renewer stopped ("" while it runs); and the
+    last renewal error, which a hold's reason names."""
+
+    node: str
+    holder: str
+    until: datetime | None = None
+    stopped: str = ""
+    last_error: str = ""
+
+    def renewed(self, at_least: datetime) -> None:
+        self.until = at_least if self.until is None else max(self.until, at_least)
+        self.last_error = ""
 
 
 class LeaseOps:
@@ -283,27 +322,66 @@ class LeaseOps:
 class Renewer:
     """Renews a lease on a daemon thread every ``every`` seconds while the ``with`` block
     runs, then gives it back. ``renew()`` returns why the lease was lost (or None);
-    after a loss it stops renewing (the fence stops the run's next record). A failed
-    renewal (NetBox away) is logged and tried again at the next tick."""
+    after a loss it stops renewing. Any error of a renewal (NetBox away, or a bug) is
+    logged with the node and tried again at the next tick: the thread never dies silently.
+    However it stops before the block ends (a lost lease, or the thread itself failing),
+    ``on_stop(why)`` is told at once, so the walk is stopped at its next fence instead of
+    finding out when the lease has run out."""
 
     def __init__(self, renew: Callable[[], str | None], release: Callable[[], None], *,
-                 every: float = RENEW_EVERY_S, logger: Any = None) -> None:
-        self._renew, self._release, self.every = renew, release, every
+                 every: float = RENEW_EVERY_S, logger: Any = None, node: str = "a node",
+                 on_stop: Callable[[str], None] | None = None) -> None:
+        self._renew, self._release, self.every, self.node = renew, release, every, node
         self.log = logger or log
+        self.on_stop = on_stop
         self.lost: str | None = None
+        #: why the renewer stopped before it was told to ("" while it runs or after a normal end)
+        self.stopped = ""
+        self.errors = 0
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="lease-renewer", daemon=True)
+        self._thread = threading.Thread(target=self._loop, name=f"lease-renewer {node}", daemon=True)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def _tick(self) -> bool:
+        """One renewal; False when the lease is lost (nothing more to renew)."""
+        try:
+            self.lost = self._renew()
+        except Exception as exc:  # noqa: BLE001  (any error: logged with the node, tried again)
+            self.errors += 1
+            self.log.warning("%s: could not renew its lease (failure %d in a row; trying again in %.0f s): %s: %s",
+                             self.node, self.errors, self.every, type(exc).__name__, exc)
+            return True
+        self.errors = 0
+        if self.lost:
+            self.log.error("%s: %s: this run records nothing more for it", self.node, self.lost)
+            return False
+        return True
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.every):
-            try:
-                self.lost = self._renew()
-            except BringupError as exc:  # NetBox away: the lease still has 2/3 of its time
-                self.log.warning("could not renew a lease (trying again in %.0f s): %s", self.every, exc)
-                continue
-            if self.lost:
-                self.log.error("%s: this run records nothing more for it", self.lost)
-                return
+        why = ""
+        try:
+            while not self._stop.wait(self.every):
+                if not self._tick():
+                    why = self.lost or ""
+                    return
+        except BaseException as exc:
+            why = f"the lease renewer of {self.node} failed: {type(exc).__name__}: {exc}"
+            raise
+        finally:
+            if not self._stop.is_set():
+                self.stopped = why or f"the lease renewer of {self.node} stopped"
+                self._told(self.stopped)
+
+    def _told(self, why: str) -> None:
+        if self.on_stop is None:
+            return
+        try:
+            self.on_stop(why)
+        except Exception:  # the log still says it; the lease runs out by time
+            self.log.exception("%s: could not pass on that its lease renewer stopped", self.node)
 
     def __enter__(self) -> Self:
         self._thread.start()
@@ -315,4 +393,4 @@ class Renewer:
         try:
             self._release()
         except BringupError as exc:  # it runs out by itself after its TTL
-            self.log.warning("could not give a lease back (it expires by itself): %s", exc)
+            self.log.warning("%s: could not give its lease back (it expires by itself): %s", self.node, exc)

@@ -1,5 +1,6 @@
 """The Chassis, for the inventory: network adapters and their ports (the NICs with their
-physical position), and PCIe devices that are GPUs where no system lists a GPU Processor.
+physical position), and PCIe devices that are GPUs where no system lists a GPU Processor
+(where neither does, vendor resources may: :mod:`.oem`).
 
 - NIC identity is the MAC; where the BMC says where a port sits (adapter slot, port
   number) the NIC carries that ``position``, which is what NetBox's ``cx0..cxN`` order
@@ -69,24 +70,28 @@ def functions_ref(raw: dict[str, Any]) -> str | dict[str, Any] | None:
 
 
 # --- inventory -----------------------------------------------------------------------------
-def read(bmc: Bmc, rd: Reader, uri: str) -> None:
-    """Every chassis' adapters; its PCIe GPUs only when the systems listed none."""
+def read(bmc: Bmc, rd: Reader, uri: str) -> list[tuple[str, dict[str, Any]]]:
+    """Every chassis' adapters; its PCIe GPUs only when the systems listed none. Returns
+    the chassis documents (their vendor links may lead to GPUs: :mod:`.oem`)."""
     # chassis -> NetworkAdapters -> adapter -> Ports -> port is five levels: in one request
     # where the BMC expands that deep, else the adapters are read per chassis
     deep = bmc.session.max_expand_levels() >= 5
     devices: list[tuple[str, dict[str, Any]]] = []
+    read_ok: list[tuple[str, dict[str, Any]]] = []
     for curi, doc in rd.members(uri, levels=5 if deep else 1):
         chassis = rd.parse(ChassisDoc, doc, curi)
         if chassis is None:
             continue
+        read_ok.append((curi, doc))
         if chassis.NetworkAdapters:
             _adapters(bmc, rd, doc["NetworkAdapters"])
         if chassis.PCIeDevices:
             devices.append((curi, doc["PCIeDevices"]))
     if rd.inv.gpus:
-        return   # the systems listed their GPUs: PCIe devices would only count them twice
+        return read_ok   # the systems listed their GPUs: PCIe devices would only count them twice
     for _curi, ref in devices:
         _pcie_gpus(bmc, rd, ref)
+    return read_ok
 
 
 def _slot(bmc: Bmc, adapter: NetworkAdapterDoc) -> int | None:
@@ -173,6 +178,7 @@ def _pcie_gpus(bmc: Bmc, rd: Reader, coll: str | dict[str, Any]) -> None:
             continue
         if verdict == "gpu":
             gpu = Gpu(id=d.Id, model=d.Model or d.Name, manufacturer=d.Manufacturer, serial=d.SerialNumber,
+                      serial_placeholder=bmc.quirks.placeholder_serial(d.SerialNumber),
                       uuid=d.UUID, health=d.Status.Health if d.Status else None, source="PCIeDevices", uri=uri)
             if not inv.knows_gpu(gpu):
                 inv.gpus.append(gpu)

@@ -243,6 +243,19 @@ class PCIeDeviceDoc(_Doc):
     Status: StatusDoc | None = None
 
 
+class OemDeviceDoc(_Doc):
+    """A member of a vendor's own device list (HPE's HpeServerDevice, HpeServerPciDevice):
+    the fields every such list shares; the fields that classify it are named by the quirk
+    (:class:`~bringup.redfish.quirks.OemGpuSource`) and read from the document."""
+
+    Id: str
+    Name: str | None = None
+    Manufacturer: str | None = None
+    Model: str | None = None
+    SerialNumber: str | None = None
+    Status: StatusDoc | None = None
+
+
 class PCIeFunctionDoc(_Doc):
     Id: str
     DeviceClass: str | None = None

@@ -18,6 +18,27 @@ from bringup.yamlio import load_file, validation_error
 QUIRKS_FILE = Path(__file__).with_name("quirks.yaml")
 
 
+class OemGpuSource(BaseModel):
+    """A vendor resource that lists GPUs where the standard ones do not (HPE iLO 5's
+    ``Chassis/1/Devices``, ``Systems/1/PCIDevices``). A member is a GPU when its
+    ``type_field`` is one of ``types``, or its ``class_field`` one of ``classes`` (PCI base
+    class codes) and, where ``vendor_field`` is given, its vendor is a GPU maker's
+    (``gpu_vendor_ids``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    #: where the link is: the Chassis documents or the ComputerSystem documents
+    where: Literal["chassis", "system"]
+    #: dotted path of the link in that document ("Oem.Hpe.Links.Devices")
+    link: str
+    type_field: str | None = None
+    types: list[str] = []
+    class_field: str | None = None
+    classes: list[int] = []
+    vendor_field: str | None = None
+    #: the member's location, for the GPU's id where it has no better one
+    location_field: str | None = None
+
+
 class Quirks(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -29,6 +50,8 @@ class Quirks(BaseModel):
     gpu_processor_types: list[str] = ["GPU"]
     gpu_device_classes: list[str] = ["DisplayController", "ProcessingAccelerators"]
     gpu_vendor_ids: list[str] = ["0x10de", "0x1002"]
+    gpu_oem_sources: list[OemGpuSource] = []
+    gpu_serial_placeholder: str = r"(?i)^\s*(0+|n/?a|none|null|unknown|not (available|specified)|to be filled by o\.e\.m\.)?\s*$"
     nic_slot_from_id: str | None = None
     boot_override_target: Literal["auto", "system", "settings"] = "auto"
     bios_max_resets: int = 2
@@ -39,6 +62,10 @@ class Quirks(BaseModel):
     firmware_task_seconds: float = 1800.0
     #: names of the vendor entries that applied (for logs and reports)
     applied: list[str] = []
+
+    def placeholder_serial(self, serial: str | None) -> bool:
+        """Whether a reported serial is a placeholder rather than a board's serial."""
+        return serial is not None and re.search(self.gpu_serial_placeholder, serial) is not None
 
 
 class VendorMatch(BaseModel):

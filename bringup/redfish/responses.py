@@ -5,13 +5,20 @@ means (sushy's ``exceptions.raise_for_response`` is the model). The error body's
 messages are read from ``error.@Message.ExtendedInfo`` whether the BMC sends a list (the
 standard) or a single object (HPE iLO, see tests/fixtures/redfish/hpe-ilo), and whether
 a message names itself ``MessageId`` or ``MessageID`` (iLO 4).
+
+:func:`decode_json` decides what a body means before any of that: JSON, nothing, broken
+JSON (a :class:`ParseError`), or not JSON at all, such as the HTML of a web server or of a
+BMC's web UI answering where its Redfish service was expected (a :class:`RedfishError`
+quoting the content type and the first characters, never the page).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from bringup.errors import (
+    ParseError,
     RedfishAuthError,
     RedfishError,
     RedfishNotFoundError,
@@ -22,6 +29,35 @@ from bringup.errors import (
 
 #: statuses a retry may cure (the BMC is busy or failing for now)
 TRANSIENT = frozenset({408, 429, 500, 502, 503, 504})
+#: how much of a body that is not JSON an error quotes: enough to tell a page, never the page
+QUOTE = 24
+
+
+def decode_json(body: bytes | str | None, content_type: str, method: str, path: str, who: str, *,
+                lenient: bool = False) -> Any:
+    """The JSON of a Redfish answer (None for an empty body). A body that is not JSON is None
+    when ``lenient`` (an error status's body: the status map decides); else a body whose media
+    type is not JSON, or that starts with ``<`` (HTML, XML), is a :class:`RedfishError` saying
+    the address does not serve Redfish, and anything else broken JSON (a :class:`ParseError`)."""
+    raw = body.encode() if isinstance(body, str) else (body or b"")
+    if not raw.strip():
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:   # JSONDecodeError, UnicodeDecodeError
+        if lenient:
+            return None
+    media = content_type.split(";")[0].strip().lower()
+    start = raw.lstrip()[:QUOTE].decode("utf-8", "replace")
+    if start.startswith("<") or (media and "json" not in media):
+        kind = "HTML" if "html" in media or start[:1] == "<" else media
+        raise RedfishError(f"{who}: {method} {path} answered {kind}, not Redfish JSON "
+                           f"(Content-Type {media or 'none'}, starting {start!r})",
+                           hint="the URL or port points at a web server or the BMC's web UI, not its Redfish "
+                                "service: give the address and port where /redfish/v1/ answers JSON")
+    raise ParseError(f"the body ({len(raw)} bytes) is not valid JSON; it may be truncated", path="$",
+                     source=f"{who} {path}", hint="retry; if it persists the BMC firmware is faulty")
+
 
 
 def extended_info(doc: Any) -> list[dict[str, Any]]:

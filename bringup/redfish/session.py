@@ -32,7 +32,7 @@ from typing import Any, Self
 import certifi
 import requests
 from redfish import redfish_client
-from redfish.rest.v1 import JsonDecodingError, RetriesExhaustedError
+from redfish.rest.v1 import RetriesExhaustedError
 from requests.adapters import HTTPAdapter
 from urllib3.util.ssl_ import create_urllib3_context
 
@@ -46,8 +46,9 @@ from bringup.errors import (
     RedfishTLSError,
     TransientError,
 )
+from bringup.redfish.address import base_url
 from bringup.redfish.models import ServiceRootDoc, parse
-from bringup.redfish.responses import TRANSIENT, extended_info, message_id, raise_for_response
+from bringup.redfish.responses import TRANSIENT, decode_json, extended_info, message_id, raise_for_response
 from bringup.retry import Backoff, retry
 
 log = logging.getLogger(__name__)
@@ -147,7 +148,7 @@ class Session:
     def __init__(self, address: str, creds: Credentials, *, port: int = 443, ca_bundle: str | None = None,
                  insecure: bool = False, timeout: float = 10.0, retries: int = 3) -> None:
         self.address = address
-        self.base_url = address.rstrip("/") if "://" in address else f"https://{address}:{port}"
+        self.base_url = base_url(address, port)   # junk is a ConfigError here, not an unreachable BMC
         self.timeout = timeout
         self.retries = max(0, retries)
         self._creds = creds
@@ -178,6 +179,11 @@ class Session:
 
     def _transport_error(self, exc: BaseException, method: str, path: str) -> RedfishError:
         cause = exc.__cause__ or exc
+        if isinstance(cause, requests.exceptions.SSLError) and "WRONG_VERSION_NUMBER" in str(cause):
+            # OpenSSL's word for a server that answered our TLS hello in plain text (HTTP)
+            return RedfishTLSError(f"{self.name}: {self.base_url} does not speak TLS (it answered in plain text)",
+                                   hint="give the BMC's HTTPS port, or http://host:port where the service is "
+                                        "plain HTTP")
         if isinstance(cause, requests.exceptions.SSLError):
             return RedfishTLSError(f"{self.name}: TLS verification failed for {self.base_url}: {cause}",
                                    hint="set bmc_ca_bundle in the controller's settings to the CA that signed "
@@ -205,8 +211,11 @@ class Session:
             resp = getattr(self._client, method.lower())(path, **kwargs)
         except RetriesExhaustedError as exc:
             raise self._transport_error(exc, method, path) from exc.__cause__
-        return Reply(resp.status, self._decode(resp, path, lenient=resp.status >= 400),
-                     {k.lower(): v for k, v in resp.getheaders()})
+        got = {k.lower(): v for k, v in resp.getheaders()}
+        # decoded here, not by the library's ``dict``: that logs the whole body of a non-JSON
+        # answer (a web UI's login page) to stderr before raising
+        return Reply(resp.status, decode_json(resp.read, got.get("content-type", ""), method, path, self.name,
+                                              lenient=resp.status >= 400), got)
 
     def call(self, method: str, path: str, *, body: Any = None, args: dict[str, Any] | None = None,
              headers: dict[str, str] | None = None) -> Reply:
@@ -253,19 +262,6 @@ class Session:
             raise ParseError("expected a JSON object", path="$", source=f"{self.name} {path}")
         return doc
 
-    def _decode(self, resp: Any, path: str, *, lenient: bool = False) -> Any:
-        if not (resp.read or b"").strip():
-            return None
-        try:
-            return resp.dict
-        except JsonDecodingError:
-            if lenient:
-                return None
-            size = len(resp.read or b"")
-            raise ParseError(f"the body ({size} bytes) is not valid JSON; it may be truncated", path="$",
-                             source=f"{self.name} {path}",
-                             hint="retry; if it persists the BMC firmware is faulty") from None
-
     # --- $expand ------------------------------------------------------------------------
     def _expand_features(self) -> dict[str, Any]:
         if not self.expand or self.root is None:
@@ -301,6 +297,10 @@ class Session:
         reply = self._exchange("GET", ROOT)
         root: ServiceRootDoc | None = None
         # some BMCs answer 401 on the service root until logged in: read it again afterwards
+        if reply.status == 404:   # every Redfish service has a root: this is another web server
+            raise RedfishNotFoundError(f"{self.name}: {self.base_url} has no Redfish service root (GET {ROOT} "
+                                       "answered HTTP 404)", hint="check the address and port point at the BMC's "
+                                                                  "Redfish service, not another web server")
         if reply.status != 401:
             raise_for_response(reply.status, reply.doc, "GET", ROOT, self.name)
             root = parse(ServiceRootDoc, reply.doc, ROOT)

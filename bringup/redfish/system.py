@@ -212,6 +212,7 @@ def read_processors(bmc: Bmc, rd: Reader, coll: str | dict[str, Any]) -> None:
             if mem is None and p.ProcessorMemory:
                 mem = sum(int(m.get("CapacityMiB") or 0) for m in p.ProcessorMemory) or None
             gpu = Gpu(id=p.Id, model=p.Model, manufacturer=p.Manufacturer, serial=p.SerialNumber, uuid=p.UUID,
+                      serial_placeholder=bmc.quirks.placeholder_serial(p.SerialNumber),
                       memory_mib=mem, ecc_enabled=p.MemorySummary.ECCModeEnabled if p.MemorySummary else None,
                       health=p.Status.Health if p.Status else None, uri=uri)
             if not inv.knows_gpu(gpu):

@@ -12,7 +12,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-UnavailableKind = Literal["not_found", "error", "invalid", "unclassified", "not_ethernet"]
+#: ``gpus_unreadable``: no GPU could be read from any place this BMC lists them (systems'
+#: Processors, chassis' PCIe devices, the vendor resources its quirks name): whether the
+#: server has none or the BMC does not say is unknown, never "0 GPUs"
+UnavailableKind = Literal["not_found", "error", "invalid", "unclassified", "not_ethernet", "gpus_unreadable"]
 
 
 class SystemInfo(BaseModel):
@@ -47,8 +50,10 @@ class Gpu(BaseModel):
     memory_mib: int | None = None
     ecc_enabled: bool | None = None
     health: str | None = None
-    source: str = "Processors"     # or "PCIeDevices" (fallback when no GPU processors)
+    source: str = "Processors"     # or "PCIeDevices", or a vendor resource (fallbacks, in that order)
     uri: str = ""
+    #: the serial is a placeholder ("0000000000000", "N/A", ""), not the board's
+    serial_placeholder: bool = False
 
 
 class Nic(BaseModel):
@@ -108,11 +113,32 @@ class Inventory(BaseModel):
         return {n.mac: n for n in self.nics}
 
     def knows_gpu(self, gpu: Gpu) -> bool:
-        """The same board seen before (through the host and through its baseboard)."""
-        return any((gpu.serial and g.serial == gpu.serial) or (gpu.uuid and g.uuid == gpu.uuid) for g in self.gpus)
+        """The same GPU seen before: the same resource, or the same GPU UUID (one GPU listed by
+        the host and by its baseboard). Never the serial alone: GPUs of one board report the
+        board's serial, and some BMCs give every module a placeholder; two such GPUs are two."""
+        return any(g.uri == gpu.uri or (gpu.uuid and _real(gpu.uuid) and g.uuid == gpu.uuid) for g in self.gpus)
+
+    def identical_serials(self) -> dict[str, list[str]]:
+        """Serial -> the GPUs (ids) that report it, for every serial more than one GPU reports
+        (a board's serial on each of its GPUs, or a placeholder): a finding, not one GPU."""
+        groups: dict[str, list[str]] = {}
+        for g in self.gpus:
+            if g.serial is not None:
+                groups.setdefault(g.serial.strip(), []).append(g.id)
+        return {serial: ids for serial, ids in groups.items() if len(ids) > 1}
+
+    @property
+    def gpus_unreadable(self) -> Unavailable | None:
+        """The entry saying GPUs could not be read from this BMC, if there is one."""
+        return next((u for u in self.unavailable if u.kind == "gpus_unreadable"), None)
 
     def note(self, uri: str, kind: UnavailableKind, reason: str, path: str | None = None) -> None:
         self.unavailable.append(Unavailable(uri=uri, kind=kind, reason=reason, path=path))
+
+
+def _real(value: str) -> bool:
+    """A UUID that identifies something: not empty, not all zeros."""
+    return any(c not in "0-{} " for c in value)
 
 
 class BiosResult(BaseModel):

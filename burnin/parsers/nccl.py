@@ -342,6 +342,18 @@ def assess(parsed: dict[str, object], error_limits: dict[str, float]) -> list[di
     return out
 
 
+def run_outcome(findings: list[dict[str, object]]) -> tuple[str, list[str]]:
+    """One verdict for callers that judge a run as a whole (the fabric's pair test, the
+    smoke pod): ``("fail" | "unknown" | "pass", messages)`` from :func:`assess`'s findings,
+    a ``fail`` finding first; an ``error`` (cut before its summary, nothing validated) is
+    unknown, never a pass. The messages are those of the findings that decided it."""
+    for severity, outcome in (("fail", "fail"), ("error", "unknown")):
+        hits = [str(f["message"]) for f in findings if f["severity"] == severity]
+        if hits:
+            return outcome, hits
+    return "pass", []
+
+
 def _run_findings(parsed: dict[str, object]) -> list[dict[str, object]]:
     """A failed run is a failure; a run that stopped before its summary never a pass."""
     out: list[dict[str, object]] = []

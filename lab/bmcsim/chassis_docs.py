@@ -48,17 +48,20 @@ class ChassisDocs(_Base):
 
     def chassis(self) -> dict[str, Any]:
         p = self.profile
-        return {"@odata.id": self.cha, "@odata.type": "#Chassis.v1_21_0.Chassis", "Id": p.chassis_id,
-                "Name": "Chassis", "ChassisType": "RackMount", "Manufacturer": p.system.manufacturer,
-                "Model": p.system.model.format(sku=self.sku.sku), "SerialNumber": self.node.serial,
-                "Status": status(), "PCIeDevices": ref(f"{self.cha}/PCIeDevices"),
-                "NetworkAdapters": ref(f"{self.cha}/NetworkAdapters"),
-                "Links": {"ComputerSystems": [ref(self.sys)], "ManagedBy": [ref(self.mgr)]}}
+        doc = {"@odata.id": self.cha, "@odata.type": "#Chassis.v1_21_0.Chassis", "Id": p.chassis_id,
+               "Name": "Chassis", "ChassisType": "RackMount", "Manufacturer": p.system.manufacturer,
+               "Model": p.system.model.format(sku=self.sku.sku), "SerialNumber": self.node.serial,
+               "Status": status(), "PCIeDevices": ref(f"{self.cha}/PCIeDevices"),
+               "NetworkAdapters": ref(f"{self.cha}/NetworkAdapters"),
+               "Links": {"ComputerSystems": [ref(self.sys)], "ManagedBy": [ref(self.mgr)]}}
+        if self.hpe_oem:
+            doc["Oem"] = self.chassis_oem()
+        return doc
 
     def gpu_chassis(self, i: int, uri: str) -> dict[str, Any]:
         return {"@odata.id": uri, "@odata.type": "#Chassis.v1_21_0.Chassis", "Id": uri.rsplit("/", 1)[1],
                 "Name": f"GPU SXM {i + 1}", "ChassisType": "Module", "Manufacturer": self.profile.gpus.manufacturer,
-                "Model": self.sku.gpu.model, "SerialNumber": hardware.gpu_serial(self.node, i), "Status": status(),
+                "Model": self.sku.gpu.model, "SerialNumber": self.bmc_gpu_serial(i), "Status": status(),
                 "Links": {"ComputerSystems": [ref(self.gpu_system)], "ContainedBy": ref(self.cha)}}
 
     def _pcie_doc(self, uri: str, name: str, maker: str, model: str, serial: str | None, slot: int | None,
@@ -76,7 +79,7 @@ class ChassisDocs(_Base):
 
     def pcie_gpu(self, i: int) -> dict[str, Any]:
         return self._pcie_doc(self.pcie_gpu_uri(i), f"GPU {i}", self.profile.gpus.manufacturer, self.sku.gpu.model,
-                          hardware.gpu_serial(self.node, i), self.profile.gpus.first_slot + i)
+                          self.bmc_gpu_serial(i), self.profile.gpus.first_slot + i)
 
     def pcie_nic(self, i: int) -> dict[str, Any]:
         return self._pcie_doc(self.pcie_nic_uri(i), f"NIC {i}", hardware.NIC_VENDOR, self.sku.nics.compute_model,

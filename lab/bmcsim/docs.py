@@ -45,6 +45,8 @@ class SystemDocs(_Base):
                                                   "@Redfish.ActionInfo": f"{self.sys}/ResetActionInfo"}}}
         if p.system.virtual_media == "system":
             doc["VirtualMedia"] = ref(f"{self.sys}/VirtualMedia")
+        if self.hpe_oem:
+            doc["Oem"] = self.system_oem()
         if p.system.boot_override == "settings":
             doc["@Redfish.Settings"] = {"@odata.type": "#Settings.v1_4_0.Settings",
                                         "SettingsObject": ref(f"{self.sys}/{p.system.settings_object}"),
@@ -87,7 +89,7 @@ class SystemDocs(_Base):
         return {"@odata.id": uri, "@odata.type": "#Processor.v1_20_0.Processor",
                 "Id": uri.rsplit("/", 1)[1], "Name": f"GPU {i}", "Socket": f"SXM{i + 1}", "ProcessorType": "GPU",
                 "Manufacturer": self.profile.gpus.manufacturer, "Model": self.sku.gpu.model,
-                "SerialNumber": hardware.gpu_serial(self.node, i), "UUID": hardware.gpu_uuid(self.node, i),
+                "SerialNumber": self.bmc_gpu_serial(i), "UUID": hardware.gpu_uuid(self.node, i),
                 "MemorySummary": {"TotalMemorySizeMiB": self.sku.gpu.memory_mib,
                                   "ECCModeEnabled": hardware.gpu_ecc_enabled(self.node)},
                 "Status": status()}

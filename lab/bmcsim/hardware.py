@@ -30,6 +30,21 @@ def gpu_serial(node: NodeSpec, index: int) -> str:
     return "1654" + str(int.from_bytes(_digest(node.name, "gpu", index)[:6], "big"))[:9].zfill(9)
 
 
+def board_serial(node: NodeSpec, board: int) -> str:
+    """Serial of GPU board ``board`` (a Grace-Blackwell board carries two GPUs)."""
+    return "1654" + str(int.from_bytes(_digest(node.name, "gpu-board", board)[:6], "big"))[:9].zfill(9)
+
+
+def bmc_gpu_serial(node: NodeSpec, index: int, serials: str = "unique", per_board: int = 2,
+                   placeholder: str = "0000000000000") -> str:
+    """The SerialNumber the BMC reports for GPU ``index``: its own, its board's, or a placeholder."""
+    if serials == "board":
+        return board_serial(node, index // per_board)
+    if serials == "placeholder":
+        return placeholder
+    return gpu_serial(node, index)
+
+
 def gpu_uuid(node: NodeSpec, index: int) -> str:
     """GPU UUID without NVML's ``GPU-`` prefix (Redfish's UUID type has none)."""
     return str(uuid.UUID(bytes=_digest(node.name, "gpu-uuid", index)[:16], version=4))

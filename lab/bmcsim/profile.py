@@ -59,8 +59,16 @@ class SystemSpec(_Strict):
 
 
 class GpuSpec(_Strict):
-    #: host processors; a second system (HGX baseboard); or PCIe devices only
-    placement: Literal["host", "baseboard", "pcie"] = "host"
+    #: host processors; a second system (HGX baseboard); PCIe devices only; or only HPE's own
+    #: resources (``hpe_oem``: Chassis Devices + System PCIDevices, linked from ``Oem.Hpe.Links``,
+    #: no GPU Processor and an empty PCIeDevices collection, as iLO 5 on Gen10/Gen10 Plus:
+    #: tests/fixtures/redfish/hpe-ilo5-oem-devices)
+    placement: Literal["host", "baseboard", "pcie", "hpe_oem"] = "host"
+    #: what each GPU reports as SerialNumber: its own; its board's (``per_board`` GPUs on a
+    #: board, as Grace-Blackwell trays); or a placeholder (tests/fixtures/redfish/gpu-serial-identity)
+    serials: Literal["unique", "board", "placeholder"] = "unique"
+    per_board: int = Field(default=2, ge=1)
+    placeholder_serial: str = "0000000000000"
     baseboard_id: str = "HGX_Baseboard_0"
     #: ``{i}`` the GPU index, ``{n}`` index + 1, ``{slot}`` its PCIe slot
     processor_id: str = "GPU{i}"

@@ -17,10 +17,11 @@ from . import hardware
 from .chassis_docs import ChassisDocs
 from .common import R, collection
 from .docs import SystemDocs
+from .oem_docs import OemDocs
 from .state import BmcState
 
 
-class Tree(SystemDocs, ChassisDocs):
+class Tree(SystemDocs, ChassisDocs, OemDocs):
     """The resource tree of one BMC."""
 
     def __init__(self, state: BmcState, username: str) -> None:
@@ -58,6 +59,11 @@ class Tree(SystemDocs, ChassisDocs):
         name = self.profile.nics.mgmt_interface_id if i == "mgmt0" else \
             self.nic_name(self.profile.nics.system_interface_id, int(i))
         return f"{self.sys}/EthernetInterfaces/{name}"
+
+    def bmc_gpu_serial(self, i: int) -> str:
+        """The SerialNumber this BMC reports for GPU ``i`` (the profile says whose)."""
+        g = self.profile.gpus
+        return hardware.bmc_gpu_serial(self.node, i, g.serials, g.per_board, g.placeholder_serial)
 
     def gpu_uri(self, i: int) -> str:
         return f"{self.gpu_system}/Processors/{self.gpu_name(self.profile.gpus.processor_id, i)}"
@@ -105,7 +111,7 @@ class Tree(SystemDocs, ChassisDocs):
         self._coll(f"{R}/Systems", "ComputerSystem", "Computer Systems", systems)
         self._add(sys, self.system)
         self._add(f"{sys}/ResetActionInfo", self.reset_action_info)
-        gpu_procs = [self.gpu_uri(i) for i in self.gpus] if p.gpus.placement != "pcie" else []
+        gpu_procs = [self.gpu_uri(i) for i in self.gpus] if p.gpus.placement in ("host", "baseboard") else []
         cpus = [f"{sys}/Processors/CPU{i}" for i in range(hardware.CPU_COUNT)]
         if self.baseboard:
             self._coll(f"{sys}/Processors", "Processor", "Processors", cpus)
@@ -153,13 +159,18 @@ class Tree(SystemDocs, ChassisDocs):
             u = self.gpu_chassis_uri(i)
             if u:
                 self._add(u, lambda i=i, u=u: self.gpu_chassis(i, u))
-        devices = [self.pcie_gpu_uri(i) for i in self.gpus] + [self.pcie_nic_uri(i) for i in self.nics]
+        # HPE's OEM-only layout lists no device in the standard collection: its own lists do
+        listed = not self.hpe_oem
+        devices = [self.pcie_gpu_uri(i) for i in self.gpus] + [self.pcie_nic_uri(i) for i in self.nics] \
+            if listed else []
         devices += [self.chipset] if self.chipset else []
         self._coll(f"{cha}/PCIeDevices", "PCIeDevice", "PCIe Devices", devices)
-        for i in self.gpus:
+        for i in self.gpus if listed else []:
             self._pcie(self.pcie_gpu_uri(i), lambda i=i: self.pcie_gpu(i), [("DisplayController", "0x10de")])
-        for i in self.nics:
+        for i in self.nics if listed else []:
             self._pcie(self.pcie_nic_uri(i), lambda i=i: self.pcie_nic(i), [("NetworkController", "0x15b3")])
+        if self.hpe_oem:
+            self.build_oem()
         if self.chipset:
             self._pcie(self.chipset, self.pcie_chipset, [("Bridge", "0x1022"), ("EncryptionController", "0x1022")])
         adapters = [self.adapter_uri(i) for i in self.nics] + ([self.fc_adapter] if self.fc_adapter else [])

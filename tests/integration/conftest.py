@@ -191,10 +191,36 @@ def lab_env_for():
     return lab_env
 
 
-# --- flow8: the flow tests and most of the fault suite (xdist_group "flow8") -----------------
+# --- flow8: the flow tests (xdist_group "flow8"); tests/integration/faults/conftest.py ------
+# --- runs most of the fault suite on a copy of it (flow8b) beside them ------------------------
+def shifted_fleet(src: Path, dst: Path, octets: dict[str, str]) -> Path:
+    """Write ``src`` to ``dst`` with its loopback networks moved (``{"127.11.": "127.12.", ...}``):
+    the same fleet on addresses of its own, so two copies run at once on two workers and
+    never drift apart (one file holds the fleet)."""
+    text = src.read_text()
+    for old, new in octets.items():
+        assert old in text, f"{src} has no address in {old}*"
+        text = text.replace(old, new)
+    dst.write_text(f"# {src.name} moved to {', '.join(octets.values())} (tests/integration/conftest.py)\n" + text)
+    return dst
+
+
 @pytest.fixture(scope="session")
-def flow_fleet():
-    return load_fleet(FLEET, nic_counts(load_skus()))
+def flow_lab_tools():
+    """What a copy of the flow lab is made with (tests/integration/faults/conftest.py):
+    flow8.yaml, :func:`shifted_fleet` and :func:`start_flow_lab`."""
+    from types import SimpleNamespace
+    return SimpleNamespace(fleet=FLEET, shifted=shifted_fleet, start=start_flow_lab)
+
+
+@pytest.fixture(scope="session")
+def flow_fleet_path() -> Path:
+    return FLEET
+
+
+@pytest.fixture(scope="session")
+def flow_fleet(flow_fleet_path):
+    return load_fleet(flow_fleet_path, nic_counts(load_skus()))
 
 
 @pytest.fixture(scope="session")
@@ -202,15 +228,22 @@ def flow_netbox(scenario_netbox):
     return scenario_netbox("flow8")
 
 
+def start_flow_lab(group: str, tmp_path_factory, fleet, fleet_path: Path, netbox, prefect_server, lab_paths):
+    """The simulators of a flow8 copy (``group``: its ports in tests/ports.py) under a
+    private home: (settings path, stop)."""
+    home = tmp_path_factory.mktemp(f"{group}lab")
+    fleet_ports = ports.FLEETS[group]
+    return start_fleet_lab(home, fleet, fleet_path, fleet_ports.kube_listen,
+                           seed_listen=fleet_ports.seed_listen, netbox_url=netbox.url,
+                           netbox_token_file=lab_paths.secrets / "netbox-token",
+                           prefect_api_url=prefect_server.api_url)
+
+
 @pytest.fixture(scope="session")
-def flow_lab(tmp_path_factory, flow_fleet, flow_netbox, prefect_server, lab_paths):
+def flow_lab(tmp_path_factory, flow_fleet, flow_fleet_path, flow_netbox, prefect_server, lab_paths):
     """Start the simulators for flow8.yaml under a private home; yield the settings path."""
-    home = tmp_path_factory.mktemp("flowlab")
-    fleet_ports = ports.FLEETS["flow8"]
-    path, stop = start_fleet_lab(home, flow_fleet, FLEET, fleet_ports.kube_listen,
-                                 seed_listen=fleet_ports.seed_listen, netbox_url=flow_netbox.url,
-                                 netbox_token_file=lab_paths.secrets / "netbox-token",
-                                 prefect_api_url=prefect_server.api_url)
+    path, stop = start_flow_lab("flow8", tmp_path_factory, flow_fleet, flow_fleet_path, flow_netbox,
+                                prefect_server, lab_paths)
     yield path
     stop()
 

@@ -9,6 +9,7 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from bringup.acceptance.digest import with_digest
 from bringup.acceptance.judge_step import verdict_of
 from bringup.insight.fleetdata import JournalEntry, NodeHistory, StageChange
 from bringup.netbox.adapter import NodeRecord
@@ -88,16 +89,19 @@ class Journal:
 
 
 def burn_in_and_judge(journal: Journal, node: str, at: datetime, *, hot_gpu: int | None = None,
-                      raw: Any = None) -> dict[str, Any]:
-    """What the burn_in and judge steps store: the burn-in evidence, then the verdict."""
+                      raw: Any = None, digests: bool = True) -> dict[str, Any]:
+    """What the burn_in and judge steps store: the burn-in evidence, then the verdict, each
+    with its digest (``digests=False``: as they stored it before digests existed)."""
     store = EvidenceStore(journal)
     doc = agent_document(node, hot_gpu=hot_gpu, started=at) if raw is None else raw
     stored = {"plan": {"profile": "quick", "checks": list(METRICS)}, "rc": 0, "document": doc}
     journal.now = at + timedelta(minutes=31)
-    store.put(1, "burnin", stored, summary="## Burn-in document (quick profile)")
+    head = "## Burn-in document (quick profile)"
+    store.put(1, "burnin", stored, summary=with_digest("burnin", stored, head) if digests else head)
     verdict = verdict_of(node, record(node), stored)
     journal.now = at + timedelta(minutes=32)
-    store.put(1, "verdict", verdict, summary=f"## Burn-in verdict: {verdict['status'].upper()}")
+    head = f"## Burn-in verdict: {verdict['status'].upper()}"
+    store.put(1, "verdict", verdict, summary=with_digest("verdict", verdict, head) if digests else head)
     return verdict
 
 

@@ -176,11 +176,14 @@ def all_reduce_perf(p: dict, argv: list) -> int:
         s = s * factor if factor > 1 else s + 1
     total_bw = 0.0
     oob = 0
-    dies, cut = p.get("nccl_dies_after"), p.get("nccl_cut_after")
+    # under mpirun any participant's fault ends the collective for all of them
+    profiles = w["profiles"] if w is not None else {p["node"]: p}
+    dies, culprit = _first_fault(profiles, "nccl_dies_after")
+    cut, _ = _first_fault(profiles, "nccl_cut_after")
     for n, s in enumerate(sizes):
-        if dies is not None and n >= int(dies):
-            return _nccl_dies(p, out, w)
-        if cut is not None and n >= int(cut):
+        if dies is not None and n >= dies:
+            return _nccl_dies(p, out, w, culprit)
+        if cut is not None and n >= cut:
             # the output stops mid-sweep and the tool still exits 0 (a log cut by a full disk,
             # a pipe closed early): no summary lines
             return _nccl_print(p, out, w, 0)
@@ -215,11 +218,17 @@ def _nccl_print(p: dict, out: list, w, rc: int) -> int:
     return rc
 
 
-def _nccl_dies(p: dict, out: list, w) -> int:
+def _first_fault(profiles: dict, key: str) -> tuple:
+    """(rows before the fault, node) of the participant whose fault comes first; (None, None)."""
+    hits = sorted((int(pr[key]), name) for name, pr in profiles.items() if pr.get(key) is not None)
+    return hits[0] if hits else (None, None)
+
+
+def _nccl_dies(p: dict, out: list, w, host: str) -> int:
     """A collective that fails mid-sweep, as nccl-tests reports it (nccl-tests #322): the
-    failing call's line, then its caller's, and exit 3 (testNcclError); under a real mpirun
-    the launcher then reports the rank's non-zero exit itself."""
-    host, pid = p["node"], os.getpid()
+    failing call's line, then its caller's, from the failing node's rank (``host``), and exit
+    3 (testNcclError); under a real mpirun the launcher then reports the non-zero exit itself."""
+    pid = next((r["pid"] for r in (w or {}).get("ranks", []) if r["node"] == host), os.getpid())
     failure = f"{host}: Test NCCL failure common.cu:1204 'unhandled cuda error (run with NCCL_DEBUG=INFO for details) / '"
     out += [failure, f" .. {host} pid {pid}: Test failure common.cu:915"]
     return _nccl_print(p, out, w, 3)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("flow8")]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("flow8b")]
 
 #: healthy nodes (tests/fixtures/fleets/flow8.yaml) used for the wrong password: left
 #: planned (held), not failed

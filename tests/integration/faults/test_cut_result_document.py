@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("flow8")]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("flow8b")]
 
 NODE = "ft-r02-n02"          # healthy in flow8.yaml
 PARTNER = "ft-r02-n01"       # healthy, its pool's fabric partner in the rerun

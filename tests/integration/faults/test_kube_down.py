@@ -18,10 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("flow8")]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("flow8b")]
 
 REPO = Path(__file__).resolve().parents[3]
-FLEET = REPO / "tests" / "fixtures" / "fleets" / "flow8.yaml"   # the flow lab's fleet
 #: quarantined at discovery (GPU 5 missing); registered in the cluster by hand here so
 #: there is something to cordon, and removed again (the flow tests check it never joined)
 QUARANTINED = "ft-r01-n02"
@@ -33,8 +32,8 @@ PARTNER = "ft-r02-n02"       # ADMITTED's fabric partner on its way to validatin
 class KubeApi:
     """Stop and start the flow lab's Kubernetes API stand-in by its process name."""
 
-    def __init__(self, flow_lab) -> None:
-        self.home = Path(flow_lab).parent
+    def __init__(self, flow_lab, fleet_path: Path) -> None:
+        self.home, self.fleet_path = Path(flow_lab).parent, fleet_path
         self.run, self.logs = self.home / "run", self.home / "logs"
         # where the flow lab's API stand-in listens: its kubeconfig says
         kubeconfig = yaml.safe_load(Path(yaml.safe_load(Path(flow_lab).read_text())["kubeconfig"]).read_text())
@@ -48,7 +47,7 @@ class KubeApi:
 
     def start(self) -> None:
         from lab import procs
-        argv = [sys.executable, "-m", "lab.kubeapi", "serve", "--fleet", str(FLEET), "--home", str(self.home),
+        argv = [sys.executable, "-m", "lab.kubeapi", "serve", "--fleet", str(self.fleet_path), "--home", str(self.home),
                 "--listen", self.listen]
         procs.start("kubeapi", argv, run_dir=self.run, log_dir=self.logs, cwd=REPO)
         host, port = self.listen.split(":")
@@ -57,8 +56,8 @@ class KubeApi:
 
 
 @pytest.fixture
-def kubeapi(flow_lab):
-    api = KubeApi(flow_lab)
+def kubeapi(flow_lab, flow_fleet_path):
+    api = KubeApi(flow_lab, flow_fleet_path)
     try:
         yield api
     finally:

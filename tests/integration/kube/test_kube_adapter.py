@@ -15,7 +15,7 @@ from kubernetes import client as k8s
 from bringup.admission.labels import QUARANTINE_KEY, REASON_ANNOTATION, node_labels
 from bringup.admission.pool import Pool
 from bringup.errors import (
-    DrainTimeoutError,
+    DrainBlocked,
     KubeAuthError,
     KubeConflictError,
     KubeTransientError,
@@ -165,11 +165,18 @@ def test_drain_honours_pdb_until_timeout_and_skips_daemonsets(kube):
         "metadata": {"name": "web-pdb"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}}))
 
     start = time.monotonic()
-    with pytest.raises(DrainTimeoutError) as err:
-        kube.drain("gpu-drain-1", timeout=2.5, poll=0.2)
-    assert time.monotonic() - start >= 2.5
+    waits = []
+    with pytest.raises(DrainBlocked) as err:
+        kube.drain("gpu-drain-1", timeout=2.5, poll=0.2, on_wait=waits.append)
+    took = time.monotonic() - start
+    # one deadline for the whole drain (plus at most one request's time past it)
+    assert 2.5 <= took < 2.5 + kube.timeout, took
     assert len(err.value.pods) == 1 and err.value.pods[0] in ("default/web-1", "default/web-2")
-    assert "web-pdb" in str(err.value) and err.value.transient
+    assert err.value.budgets == ["default/web-pdb"] and "default/web-pdb" in str(err.value)
+    assert not err.value.transient and err.value.controller_fault   # not retried, not the node's fault
+    assert "drain_timeout_s" in err.value.hint
+    # told while it waited: the pod and the budget holding it
+    assert waits and waits[0].pods == err.value.pods and waits[0].budgets == ["default/web-pdb"]
 
     left = {p.name for p in kube.pods_on("gpu-drain-1")}
     assert left == {"agent-x", err.value.pods[0].split("/")[1]}

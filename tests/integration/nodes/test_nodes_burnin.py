@@ -1,6 +1,8 @@
 """burnin.yml over real SSH: the document comes back (even when the agent exits
 non-zero); an SSH drop mid-run (the lab's ssh_drop fault, played by the real node
-supervisor process) is a clear error, never a pass."""
+supervisor process) is a clear error, never a pass; an NCCL run that dies mid-sweep or is
+cut before its summary (faults injected as ``bringup lab inject`` does) is judged a failure
+naming the run, never an admission."""
 
 from __future__ import annotations
 
@@ -14,8 +16,15 @@ from pathlib import Path
 
 import pytest
 
+from bringup.acceptance.judge import judge
+from bringup.acceptance.plan import make_plan
+from bringup.acceptance.result import parse_result
+from bringup.acceptance.thresholds import SkuThresholds, thresholds_for
 from bringup.errors import AnsibleError, SSHError
 from bringup.provision.ansible_steps import AGENT_DIR, run_burnin
+from bringup.sku import load_skus
+from lab.fleet import Fault
+from lab.inject import inject
 from lab.nodes.sshd import sshd_pid
 
 pytestmark = pytest.mark.integration
@@ -108,3 +117,33 @@ def test_ssh_drop_mid_burnin_is_a_clear_failure(served, fake_agent):
     while sshd_pid(lab.home, "flaky") is None and time.monotonic() < deadline:
         time.sleep(0.2)
     assert sshd_pid(lab.home, "flaky")
+
+
+@pytest.mark.parametrize("fault, code, says", [
+    # all_reduce_perf prints two rows, then the failing rank's "Test NCCL failure" lines
+    # (laid out as nccl-tests #322 records them) and exits 3
+    ({"kind": "nccl_dies", "value": 2}, "nccl_failed",
+     "failed after the 2147483648-byte row: nccl1: Test NCCL failure common.cu:1204"),
+    # three rows, then nothing, exit 0 (a log cut before its summary)
+    ({"kind": "nccl_cut", "value": 3}, "nccl_incomplete", "cut before its summary, after the 4294967296-byte row"),
+], ids=["dies_mid_sweep", "cut_before_summary"])
+def test_an_nccl_run_that_did_not_finish_is_never_admitted(lab_factory, fault, code, says):
+    lab = lab_factory(91, [("nccl1", "[]")])
+    spec = lab.fleet.node("nccl1")
+    inject(lab.home, spec, Fault.model_validate(fault))  # what `bringup lab inject nccl1 <kind>` does
+    sku = load_skus()[spec.sku]
+    th = thresholds_for(sku)
+    th = SkuThresholds(sku=th.sku, values=th.values, rules=th.rules, required_checks=["nccl"])
+    m = lab.manifest
+    versions = {"driver": m.packages.driver, "cuda": m.packages.cuda, "nccl": m.packages.nccl, "kernel": m.os.kernel}
+    plan = make_plan(sku, th, versions, "quick", node="nccl1", checks=["nccl"])
+    run = run_burnin("nccl1", lab.host("nccl1"), plan, lab.access, timeout_s=120, agent_dir=AGENT_DIR)
+    result = parse_result(run.document)
+    nccl = result.check("nccl")
+    assert nccl.status == "fail" and not nccl.data["complete"], nccl
+    verdict = judge(result, th)
+    # the judge step records anything but a pass as not ok: the lifecycle quarantines the node
+    assert verdict.status == "fail", verdict.text()
+    hits = [r for r in verdict.reasons if r.check == "nccl" and r.code == code]
+    assert hits and any(says in r.message for r in hits), verdict.text()
+    assert "all_reduce_perf" in hits[0].remediation

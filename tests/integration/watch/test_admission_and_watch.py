@@ -160,6 +160,13 @@ def test_xids_on_five_nodes_the_guard_acts_on_its_limit_and_a_pdb_holds_the_drai
 
     def owner_moves_the_workload():  # the PDB holds the eviction until the job's owner lets go
         time.sleep(20)
+        until = time.monotonic() + 240      # within the drain's deadline (drain_timeout_s: 300 s)
+        while time.monotonic() < until:     # the owner sees in NetBox what the node waits for
+            seen = str(nodes(lab)["wt-n01"].custom_fields.get("bringup_reason") or "")
+            if "trainer-pdb" in seen:
+                lifted["reason"] = seen
+                break
+            time.sleep(2)
         policy.delete_namespaced_pod_disruption_budget("trainer-pdb", "default")
         lifted["at"] = time.monotonic()
 
@@ -175,8 +182,11 @@ def test_xids_on_five_nodes_the_guard_acts_on_its_limit_and_a_pdb_holds_the_drai
     rec = now["wt-n01"]
     assert rec.stage == "provisioned" and "bringup-reburnin" in rec.tags
     assert "XID 79" in (rec.custom_fields.get("bringup_reason") or "")
-    # the drain waited for the PodDisruptionBudget, then evicted the pod
+    # the drain waited for the PodDisruptionBudget, saying so in NetBox, then evicted the pod
     assert lifted and lifted["at"] - started >= 15
+    why = lifted.get("reason", "")
+    assert why.startswith("held in draining: drain waits") and "default/trainer-0" in why, why
+    assert "PodDisruptionBudget default/trainer-pdb" in why, why
     assert "trainer-0" not in {p.name for p in k.pods_on("wt-n01")}
     assert k.node_state("wt-n01").unschedulable
     for name in ["wt-n02", "wt-n03", "wt-n04", "wt-n05"]:

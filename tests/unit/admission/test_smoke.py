@@ -81,3 +81,35 @@ def test_nccl_corruption_and_unvalidated_runs_never_pass():
 def test_a_log_without_a_table_is_unknown():
     checks = smoke.assess(outcome(fixture("nvidia-smi/query-h100x4-driver-noheader.csv")), H100x4)
     assert checks[-1].outcome == "unknown"
+
+
+# issue #26: the pod's NCCL run is judged as the burn-in agent judges it
+def test_a_failure_line_after_rows_fails_the_smoke_nccl_check():
+    # nccl/issues/1184: the 512 KiB row, then "h100: Test NCCL failure common.cu:303 'invalid usage ...'"
+    checks = smoke.assess(outcome(log("query-h100x4-driver-noheader.csv", "nccl1184-tree-failure-after-512k-row.txt")),
+                          H100x4)
+    assert checks[-1].outcome == "fail", checks[-1]
+    assert "failed after the 524288-byte row: h100: Test NCCL failure common.cu:303" in checks[-1].detail
+
+
+def test_a_run_that_failed_before_any_row_is_a_failure_not_unreadable():
+    # nccl-tests #219: the failure at init, then OpenMPI's report; no row at all
+    checks = smoke.assess(outcome(log("query-h100x4-driver-noheader.csv", "issue219-failure-before-rows-mpirun.txt")),
+                          H100x4)
+    assert checks[-1].outcome == "fail", checks[-1]
+    assert "before any table row: fengyun: Test NCCL failure common.cu:959" in checks[-1].detail
+
+
+def test_a_run_cut_before_its_summary_is_never_ok_and_says_so():
+    # nccl/issues/1039: rows up to 64 bytes, then nothing; the pod still exited 0
+    checks = smoke.assess(outcome(log("query-h100x4-driver-noheader.csv", "nccl1039-aborted-rows-no-summary.txt")),
+                          H100x4)
+    assert checks[-1].outcome == "unknown"
+    assert "incomplete run: cut before its summary, after the 64-byte row" in checks[-1].detail
+
+
+def test_a_failed_pod_names_the_nccl_failure_its_log_shows():
+    text = log("query-h100x4-driver-noheader.csv", "issue322-rows-then-nccl-failure-multihost.txt")
+    checks = smoke.assess(outcome(text, phase="Failed", code=3), H100x4)
+    assert [c.outcome for c in checks] == ["fail", "fail"]
+    assert "HCA-128: Test NCCL failure common.cu:1204 'unhandled cuda error" in checks[1].detail

@@ -12,7 +12,14 @@ from burnin.checks.tools import DcgmCheck, NcclCheck
 from burnin.parsers import UnparseableOutput, dcgm
 from burnin.parsers.ibstat import assess as ib_assess
 from burnin.parsers.ibstat import parse_ibstat
-from burnin.parsers.nccl import assess, busbw_at_largest, largest_sizes, parse_nccl_perf, parse_nccl_run
+from burnin.parsers.nccl import (
+    assess,
+    busbw_at_largest,
+    largest_sizes,
+    parse_nccl_perf,
+    parse_nccl_run,
+    run_outcome,
+)
 from burnin.proc import ToolRun
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures"
@@ -186,3 +193,16 @@ def test_ibpanic_without_a_ca_is_an_unhealthy_result_with_no_ports(name, dev):
     assert p["ports"] == [] and p["no_device"] is True and dev in p["panics"][0]
     assert codes(ib_assess(p), "fail") == ["ib_no_device"]
     assert codes(ib_assess(p, expect_ports=8, expect_rate_gbps=400), "fail") == ["ib_no_device", "ib_port_missing"]
+
+
+@pytest.mark.parametrize("name, want, says", [
+    ("issue319-8g-row.txt", "pass", None),
+    ("issue322-rows-then-nccl-failure-multihost.txt", "fail", "HCA-128: Test NCCL failure common.cu:1204"),
+    ("issue219-failure-before-rows-mpirun.txt", "fail", "before any table row: fengyun: Test NCCL failure"),
+    ("nccl1039-aborted-rows-no-summary.txt", "unknown", "cut before its summary, after the 64-byte row"),
+    ("superbench-allreduce-na-error.txt", "unknown", "not validated"),
+])
+def test_run_outcome_is_the_one_judgement_the_pair_test_and_the_smoke_pod_share(name, want, says):
+    outcome, messages = run_outcome(assess(parse_nccl_run(fixture("nccl-tests", name)), LIMITS))
+    assert outcome == want, messages
+    assert (messages == []) if says is None else any(says in m for m in messages), messages

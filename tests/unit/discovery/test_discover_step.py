@@ -78,7 +78,7 @@ def test_a_refused_login_names_our_credentials_file(monkeypatch):
     def post(self, path, **kw):
         return SimpleNamespace(status=401, read=b"", getheaders=list)
     monkeypatch.setattr(RestClientBase, "get", lambda self, path, **kw: SimpleNamespace(
-        status=200, read=b"{}", dict={"Systems": {"@odata.id": "/redfish/v1/Systems"}}, getheaders=list))
+        status=200, read=b'{"Systems": {"@odata.id": "/redfish/v1/Systems"}}', getheaders=list))
     monkeypatch.setattr(RestClientBase, "post", post)
     with pytest.raises(errors.RedfishAuthError, match="bmc_credentials_file") as err:
         discover(context(), record(), {})

@@ -114,3 +114,51 @@ def test_a_rail_client_waits_for_a_slow_server_then_gives_up_at_its_deadline(mon
     fs = RailSsh(10**6, FakeServer(alive=False))
     runner.run_rail(fs, srv, cli, "mlx5_0", connect_wait=30)
     assert fs.clients == 1
+
+
+# issue #26: the pair test judges a run as the burn-in agent does (burnin.parsers.nccl)
+def recorded(path):
+    return (FIX / "nccl-tests" / path).read_text()
+
+
+def test_a_pair_test_that_failed_before_any_row_is_a_failed_run_naming_the_failure():
+    # nccl-tests #219: four ranks on fengyun416 and fengyun, "Test NCCL failure" at init; the
+    # launcher's own report is on the same stream here, as the reporter pasted it. mpirun's
+    # exit status is not in the report: the failure lines decide, whatever it was
+    for rc in (0, 1):
+        r = run_nccl_group(FakeSsh(rc, recorded("issue219-failure-before-rows-mpirun.txt")),
+                           [GroupNode(n, Target(n, n), n, 2) for n in ("fengyun416", "fengyun")], SSH,
+                           min_busbw_gbps=1)
+        assert r.outcome == "fail" and r.busbw_gbps is None, r.problems
+        assert r.problems[0].startswith("the run failed before any table row: fengyun: Test NCCL failure common.cu:959")
+
+
+def test_a_failure_line_after_healthy_rows_fails_the_pair():
+    # nccl-tests #322: five healthy rows (367 GB/s at 16 GiB), then "Test NCCL failure" from
+    # several hosts and no summary; the excerpt has no rank lines (world unknown), the run failed
+    r = run_nccl_group(FakeSsh(3, recorded("issue322-rows-then-nccl-failure-multihost.txt")),
+                       nodes("HCA-128", "HCA-108"), SSH, min_busbw_gbps=100)
+    assert r.outcome == "fail", r.problems
+    assert any("failed after the 17179869184-byte row: HCA-128: Test NCCL failure common.cu:1204" in p
+               for p in r.problems), r.problems
+
+
+def test_the_launchers_report_on_stderr_fails_a_pair_whose_rows_look_healthy():
+    # the table of a healthy two-node run, then OpenMPI's "exited on signal" (nccl-tests #218) on
+    # stderr, where mpirun writes it: a rank died, whatever rank 0 printed
+    r = run_nccl_group(FakeSsh(0, recorded("skypilot-gke-h200-allgather-prefixed.txt"),
+                               recorded("issue218-mpirun-exited-on-signal.txt")),
+                       nodes("head", "worker1"), SSH, min_busbw_gbps=100)
+    assert r.outcome == "fail"
+    assert any("exited on signal 11" in p for p in r.problems), r.problems
+
+
+def test_a_run_cut_before_its_summary_is_never_a_pass_and_names_the_cut():
+    # nccl/issues/1039: one node, four V100s, rows up to 64 bytes, then nothing; exit 0
+    node = [GroupNode("job-1111-2222-0", Target("n", "10.0.0.1"), "10.0.0.1", 4)]
+    for floor in (0.0, 300.0):
+        r = run_nccl_group(FakeSsh(0, recorded("nccl1039-aborted-rows-no-summary.txt")), node, SSH,
+                           min_busbw_gbps=floor)
+        assert r.outcome == "unknown" and r.busbw_gbps is None, r.problems
+        assert r.problems == [("incomplete run: cut before its summary, after the 64-byte row (no 'Out of bounds "
+                               "values' / 'Avg bus bandwidth' lines)")]

@@ -3,6 +3,7 @@ DataFrames; unreadable evidence is a finding row, never a pass and never the end
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from types import SimpleNamespace
 
@@ -10,6 +11,8 @@ import pandas as pd
 import pytest
 from fleet_fixtures import T0, Journal, burn_in_and_judge, history, record
 
+from bringup.acceptance import digest
+from bringup.insight import fleetdata
 from bringup.insight.fleetdata import JournalEntry, build, documents, load
 from bringup.netbox import evidence
 from bringup.netbox.adapter import NetBox
@@ -187,3 +190,130 @@ def test_adapter_journals_by_device(chunk):
         filter=lambda **kw: [e for e in entries if e.assigned_object_id in kw["assigned_object_id"]])))
     assert NetBox(api).journals([7, 8], chunk=chunk) == {
         7: [{"id": 1, "created": "2026-03-02T08:00:00Z", "kind": "info", "comments": "x"}], 8: []}
+
+
+# --- digests: the figures recorded beside each document ----------------------------------------
+def _tables(fd):
+    return {name: getattr(fd, name).reset_index(drop=True) for name in ("runs", "figures", "gpus", "reasons")}
+
+
+def _replace_digest(entry: JournalEntry, data, *, sha: str | None = None, check: str | None = None) -> JournalEntry:
+    """The entry with its digest replaced by ``data`` (checksum recomputed unless ``check``)."""
+    head, rest = entry.comments.split("```bringup-digest ", 1)
+    meta, rest = rest.split("\n", 1)
+    tail = rest.split("\n```", 1)[1]
+    fields = dict(kv.split("=", 1) for kv in meta.split())
+    sha = sha or fields["sha256"]
+    body = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    check = check or evidence.digest_checksum(sha, body)
+    return JournalEntry(entry.id, entry.created, entry.kind,
+                        f"{head}```bringup-digest kind={fields['kind']} sha256={sha} check={check}\n{body}\n```{tail}")
+
+
+def test_digests_and_documents_give_the_same_tables():
+    new, old = Journal(), Journal()
+    for j, digests in ((new, True), (old, False)):
+        burn_in_and_judge(j, "n1", T0, hot_gpu=3, digests=digests)
+        burn_in_and_judge(j, "n1", T0 + timedelta(hours=5), digests=digests)
+        burn_in_and_judge(j, "n1", T0 + timedelta(hours=9), raw={"unparsed": "Killed\n{", "file": "r.json"},
+                          digests=digests)
+    assert "```bringup-digest" in new.entries[0].comments and "```bringup-digest" not in old.entries[0].comments
+    a, b = build([history("n1", new)]), build([history("n1", old)])
+    for name, frame in _tables(a).items():
+        pd.testing.assert_frame_equal(frame, _tables(b)[name], obj=name)
+    pd.testing.assert_frame_equal(a.findings, b.findings)
+    assert list(a.runs["verdict"]) == ["fail", "pass", "incomplete"] and len(a.findings) == 1
+
+
+def test_the_reader_uses_digests_and_decodes_no_document(monkeypatch):
+    j = Journal()
+    burn_in_and_judge(j, "n1", T0, hot_gpu=3)
+    decoded = []
+    real = fleetdata.decode
+    monkeypatch.setattr(fleetdata, "decode", lambda kind, texts, **kw: decoded.append(kind) or real(kind, texts, **kw))
+    fd = build([history("n1", j)])
+    assert decoded == [] and list(fd.runs["verdict"]) == ["fail"] and fd.gpus.loc[3, "max_temp_c"] == 95
+    build([history("n1", j)], verify=True)
+    assert decoded == ["burnin", "verdict"]  # verify: every document is decoded and compared
+
+
+def test_evidence_from_before_digests_is_decoded(monkeypatch):
+    j = Journal()
+    burn_in_and_judge(j, "n1", T0, digests=False)
+    decoded = []
+    real = fleetdata.decode
+    monkeypatch.setattr(fleetdata, "decode", lambda kind, texts, **kw: decoded.append(kind) or real(kind, texts, **kw))
+    fd = build([history("n1", j)])
+    assert decoded == ["burnin", "verdict"] and fd.figures.loc[0, "nccl.busbw_largest_gbps"] == 476.3
+    assert fd.findings.empty
+
+
+def test_an_edited_digest_is_a_finding_and_the_document_figures_are_used():
+    j = Journal()
+    burn_in_and_judge(j, "n1", T0)
+    e = j.entries[0]
+    j.entries[0] = JournalEntry(e.id, e.created, e.kind, e.comments.replace('"nccl.busbw_largest_gbps":476.3',
+                                                                            '"nccl.busbw_largest_gbps":999.0', 1))
+    fd = build([history("n1", j)])
+    [(node, path, error)] = fd.findings.itertuples(index=False, name=None)
+    assert (node, path) == ("n1", "journal #1 (burnin) digest") and "checksum" in error
+    assert fd.figures.loc[0, "nccl.busbw_largest_gbps"] == 476.3
+
+
+def test_a_digest_of_another_document_is_a_finding():
+    j, other = Journal(), Journal()
+    burn_in_and_judge(j, "n1", T0)
+    burn_in_and_judge(other, "n2", T0, hot_gpu=5)
+    e, pasted = j.entries[0], other.entries[0]
+    digest_of_n2 = pasted.comments[pasted.comments.index("```bringup-digest"):pasted.comments.index("```bringup-evidence")]
+    j.entries[0] = JournalEntry(e.id, e.created, e.kind, "## Burn-in document\n\n" + digest_of_n2
+                                + e.comments[e.comments.index("```bringup-evidence"):])
+    fd = build([history("n1", j)])
+    [(_, path, error)] = fd.findings.itertuples(index=False, name=None)
+    assert path == "journal #1 (burnin) digest" and "not of this burnin document" in error
+    assert set(fd.gpus["serial"]) == {f"SN-n1-{i}" for i in range(8)}  # n1's own, from its document
+
+
+def test_figures_that_are_not_the_document_s_are_a_finding_in_verify_mode():
+    j = Journal()
+    verdict = burn_in_and_judge(j, "n1", T0)
+    forged = digest.of_verdict({**verdict, "status": "fail"})  # a faulty extractor; checksum made right
+    j.entries[1] = _replace_digest(j.entries[1], forged)
+    assert list(build([history("n1", j)]).runs["verdict"]) == ["fail"]  # trusted as recorded: not decoded
+    fd = build([history("n1", j)], verify=True)
+    [(_, path, error)] = fd.findings.itertuples(index=False, name=None)
+    assert path == "journal #2 (verdict) digest" and "figures are not its document's" in error
+    assert list(fd.runs["verdict"]) == ["pass"]
+
+
+def test_a_malformed_digest_names_its_path_and_the_document_is_read():
+    j = Journal()
+    burn_in_and_judge(j, "n1", T0)
+    d = json.loads(j.entries[0].comments.split("```bringup-digest ", 1)[1].split("\n")[1])
+    d["metrics"]["nccl.busbw_largest_gbps"] = "fast"
+    j.entries[0] = _replace_digest(j.entries[0], d)
+    fd = build([history("n1", j)])
+    [(_, path, _)] = fd.findings.itertuples(index=False, name=None)
+    assert path.startswith("journal #1 (burnin) digest.metrics.nccl.busbw_largest_gbps")
+    assert fd.figures.loc[0, "nccl.busbw_largest_gbps"] == 476.3
+
+
+def test_a_digest_of_another_version_is_not_used_and_not_a_finding():
+    j = Journal()
+    burn_in_and_judge(j, "n1", T0)
+    j.entries[0] = _replace_digest(j.entries[0], {"v": 2, "busbw": "in another shape"})
+    fd = build([history("n1", j)])
+    assert fd.findings.empty and fd.figures.loc[0, "nccl.busbw_largest_gbps"] == 476.3
+
+
+def test_load_reads_the_fleet_in_chunks_and_can_verify():
+    j = Journal()
+    burn_in_and_judge(j, "n1", T0)
+    nb = FakeNetBox(j)
+    nb.nodes = lambda site=None, rack=None: [record("n1", 7), record("n2", 8)]
+    asked = []
+    journals = nb.journals
+    nb.journals = lambda ids: asked.append(list(ids)) or {i: journals(ids).get(7, []) for i in ids}
+    nb.stage_changes = lambda ids: {i: [] for i in ids}
+    fd = load(nb, chunk=1, verify=True)
+    assert asked == [[7], [8]] and list(fd.runs["verdict"]) == ["pass", "pass"] and fd.findings.empty

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from kubernetes import client as k8s
 
-from bringup.errors import DrainTimeoutError, KubeConflictError, KubeError, KubeTransientError
+from bringup.errors import DrainBlocked, KubeConflictError, KubeError, KubeTransientError
 from bringup.kube import KubeAdapter
 from bringup.kube import pods as kpods
 from bringup.kube.models import NodeState, PodRef
@@ -109,9 +109,9 @@ def test_a_drain_retries_a_refused_eviction_with_growing_pauses():
 def test_a_drain_that_runs_out_of_time_names_the_pods_left_and_why():
     clock = Clock()
     kube = Draining(clock, refusals=-1)
-    with pytest.raises(DrainTimeoutError, match="w/b .*disruption budget") as err:
+    with pytest.raises(DrainBlocked, match="w/b .*disruption budget") as err:
         kube.drain("n1", timeout=30, poll=1)
-    assert err.value.pods == ["w/b"] and kube.notes == ["DrainTimedOut"]
+    assert err.value.pods == ["w/b"] and kube.notes == ["DrainBlocked"]
     assert max(clock.sleeps) <= 10 and clock.now == 30
 
 

@@ -309,12 +309,12 @@ def test_waiting_for_ready_while_the_api_is_down_does_not_blame_the_node():
 @pytest.mark.parametrize("cls", [errors.SecretFileError, errors.ConfigError, errors.RedfishAuthError,
                                  errors.RedfishTLSError, errors.NetBoxUnavailable, errors.NetBoxAuthError,
                                  errors.NetBoxRequestError, errors.KubeAuthError, errors.KubeTransientError,
-                                 errors.KubeTLSError, errors.AnsibleSetupError])
+                                 errors.KubeTLSError, errors.AnsibleSetupError, errors.DrainBlocked])
 def test_errors_of_our_side_are_controller_faults(cls):
     assert issubclass(cls, errors.ControllerFault)
 
 
 @pytest.mark.parametrize("cls", [errors.SSHDropped, errors.HostKeyMismatch, errors.RedfishTaskError,
-                                 errors.ParseError, errors.RedfishTimeoutError, errors.DrainTimeoutError])
+                                 errors.ParseError, errors.RedfishTimeoutError])
 def test_errors_of_the_node_are_not(cls):
     assert not issubclass(cls, errors.ControllerFault)

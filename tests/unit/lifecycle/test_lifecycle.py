@@ -13,6 +13,7 @@ from bringup.errors import ConfigError, NetBoxAuthError, RedfishAuthError, SSHDr
 from bringup.lifecycle import engine as lc_mod
 from bringup.lifecycle.engine import (
     ALLOWED,
+    REBURNIN_TAG,
     STEP_NAMES,
     TABLE,
     Lifecycle,
@@ -181,7 +182,10 @@ def test_reburnin_enters_draining_and_comes_back_through_validating():
     rec.nodes["n1"].stage = "active"
     lc = Lifecycle(steps(), rec)
     assert lc.begin_reburnin("n1") is State.DRAINING
+    # tagged: a run that stops here (a drain blocked by a PDB) is resumed by the next one
+    assert REBURNIN_TAG in rec.nodes["n1"].tags
     assert walk(lc, "n1") is State.ACTIVE
+    assert REBURNIN_TAG not in rec.nodes["n1"].tags
     stages = [w["stage"] for _n, w in rec.writes if w["stage"]]
     assert stages == ["draining", "provisioned", "burned_in", "fabric", "validating", "active"]
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bringup.errors import (
+    ParseError,
     RedfishAuthError,
     RedfishError,
     RedfishNotFoundError,
@@ -15,7 +16,7 @@ from bringup.errors import (
     RedfishServerError,
     RedfishTimeoutError,
 )
-from bringup.redfish.responses import extended_info, first_message, messages, raise_for_response
+from bringup.redfish.responses import decode_json, extended_info, first_message, messages, raise_for_response
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "redfish"
 
@@ -65,3 +66,38 @@ def test_bodies_without_extended_info_fall_back_to_the_message():
     assert first_message({"error": {"message": "busy"}}) == "busy"
     assert first_message({"error": {"@Message.ExtendedInfo": "garbage"}}) == ""
     assert first_message(None) == "" and first_message("<html>") == ""
+
+
+WEBUI = (FIX / "not-redfish" / "openbmc-webui-vue-index.html").read_bytes()
+
+
+@pytest.mark.parametrize("content_type", ["text/html", "text/html; charset=utf-8", ""])
+def test_an_html_page_is_not_redfish_json_and_is_not_quoted_whole(content_type):
+    with pytest.raises(RedfishError) as err:
+        decode_json(WEBUI, content_type, "GET", "/redfish/v1/", "BMC 10.0.0.5")
+    text = str(err.value)
+    assert type(err.value) is RedfishError and not err.value.transient
+    assert "BMC 10.0.0.5: GET /redfish/v1/ answered HTML, not Redfish JSON" in text
+    assert f"Content-Type {content_type.split(';')[0] or 'none'}" in text and "'<!DOCTYPE html>\\n<html la')" in text
+    assert "\n" not in text and "phosphor" not in text and "firmware" not in text
+    assert "web UI" in err.value.hint and "port" in err.value.hint
+
+
+def test_another_media_type_is_named():
+    with pytest.raises(RedfishError, match="answered text/plain, not Redfish JSON"):
+        decode_json(b"Unauthorized access", "text/plain", "GET", "/redfish/v1/Systems", "BMC 10.0.0.5")
+
+
+def test_broken_json_is_still_a_parse_error_naming_the_resource():
+    with pytest.raises(ParseError, match=r"BMC 10.0.0.5 /redfish/v1/Systems \$: the body \(9 bytes\)"):
+        decode_json(b'{"Id": "1', "application/json; charset=utf-8", "GET", "/redfish/v1/Systems", "BMC 10.0.0.5")
+
+
+@pytest.mark.parametrize("body,doc", [(b"", None), (b"  \n", None), (b'{"Id": "1"}', {"Id": "1"}),
+                                      ('{"Id": "1"}', {"Id": "1"})])
+def test_json_and_empty_bodies_decode(body, doc):
+    assert decode_json(body, "application/json", "GET", "/x", "BMC b") == doc
+
+
+def test_an_error_status_page_is_left_to_the_status_map():
+    assert decode_json(WEBUI, "text/html", "GET", "/redfish/v1/", "BMC b", lenient=True) is None

@@ -10,13 +10,22 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import time
+from pathlib import Path
 
 import pytest
 import requests
-from redfish.rest.v1 import RetriesExhaustedError
+from redfish.rest.v1 import RestRequest, RestResponse, RetriesExhaustedError
 
-from bringup.errors import RedfishAuthError, RedfishServerError, RedfishTLSError
+from bringup.errors import (
+    ConfigError,
+    RedfishAuthError,
+    RedfishError,
+    RedfishNotFoundError,
+    RedfishServerError,
+    RedfishTLSError,
+)
 from bringup.redfish.session import SESSIONS, Credentials, Session
 
 ROOT = {"@odata.id": "/redfish/v1/", "Systems": {"@odata.id": "/redfish/v1/Systems"},
@@ -27,19 +36,19 @@ CREATED = {"@odata.id": "/redfish/v1/SessionService/Sessions/7", "Id": "7"}
 class Resp:
     """What the library's RestResponse offers the session: status, raw body, dict, headers."""
 
-    def __init__(self, status: int, doc=None, headers: dict[str, str] | None = None) -> None:
+    def __init__(self, status: int, doc=None, headers: dict[str, str] | None = None, *, raw: bytes | None = None) -> None:
         self.status = status
         self.dict = doc
-        self.read = json.dumps(doc).encode() if doc is not None else b""
+        self.read = raw if raw is not None else json.dumps(doc).encode() if doc is not None else b""
         self._headers = headers or {}
 
     def getheaders(self):
         return list(self._headers.items())
 
 
-def tls_failure() -> RetriesExhaustedError:
+def tls_failure(text: str = "certificate verify failed: unable to get local issuer") -> RetriesExhaustedError:
     err = RetriesExhaustedError()
-    err.__cause__ = requests.exceptions.SSLError("certificate verify failed: unable to get local issuer")
+    err.__cause__ = requests.exceptions.SSLError(text)
     return err
 
 
@@ -175,3 +184,55 @@ def test_a_tls_failure_is_ours_names_the_ca_setting_and_is_not_tried_again():
         s.login()
     assert err.value.controller_fault and not err.value.transient
     assert "bmc_ca_bundle" in str(err.value) and len(client.sent) == 1
+
+
+FIX = Path(__file__).resolve().parents[2] / "fixtures" / "redfish"
+WEBUI = (FIX / "not-redfish" / "openbmc-webui-vue-index.html").read_bytes()
+
+
+def library_response(status: int, content_type: str, body: bytes) -> RestResponse:
+    """What the DMTF library hands the session for an answer: its RestResponse around a
+    requests Response (built here, no socket)."""
+    http = requests.Response()
+    http.status_code, http._content = status, body
+    http.headers["Content-Type"] = content_type
+    return RestResponse(RestRequest("/redfish/v1/"), http)
+
+
+def test_a_web_ui_page_at_the_root_is_one_line_that_names_html_and_no_page(caplog):
+    s, client = session({("GET", "/redfish/v1/"): [library_response(200, "text/html", WEBUI)]}, retries=3)
+    with caplog.at_level(logging.DEBUG), pytest.raises(RedfishError) as err:
+        s.login()
+    text = str(err.value)
+    assert "answered HTML, not Redfish JSON" in text and "text/html" in text and "'<!DOCTYPE html>" in text
+    assert "\n" not in text and "phosphor" not in text and "firmware" not in text
+    assert "web UI" in err.value.hint and not err.value.transient
+    assert len(client.sent) == 1                              # not tried again, no session asked for
+    assert "phosphor" not in caplog.text                      # the library no longer logs the page
+
+
+def test_a_root_that_answers_404_is_no_redfish_service():
+    s, _ = session({("GET", "/redfish/v1/"): [Resp(404, headers={"Content-Type": "text/html"}, raw=WEBUI)]})
+    with pytest.raises(RedfishNotFoundError, match="https://10.0.0.5:443 has no Redfish service root") as err:
+        s.login()
+    assert "address and port" in err.value.hint
+
+
+def test_a_port_that_answers_tls_in_plain_text_says_so():
+    text = "[SSL: WRONG_VERSION_NUMBER] wrong version number (_ssl.c:1000)"
+    s, _ = session({("GET", "/redfish/v1/"): [tls_failure(text)]})
+    with pytest.raises(RedfishTLSError, match="does not speak TLS") as err:
+        s.login()
+    assert "http://host:port" in err.value.hint and "WRONG_VERSION" not in str(err.value)
+
+
+@pytest.mark.parametrize("address,url", [
+    ("10.0.0.5:8443", "https://10.0.0.5:8443"), ("bmc-7.example.com", "https://bmc-7.example.com:443"),
+    ("https://10.0.0.5", "https://10.0.0.5:443"), ("[fd00::5]:8443", "https://[fd00::5]:8443")])
+def test_a_session_talks_to_the_address_it_was_given(address, url):
+    assert Session(address, Credentials("a", "b"), insecure=True).base_url == url
+
+
+def test_a_junk_address_is_refused_before_any_request():
+    with pytest.raises(ConfigError, match="port '99999'"):
+        Session("10.0.0.5:99999", Credentials("a", "b"), insecure=True)
