@@ -13,7 +13,7 @@ import pytest
 
 from bringup.discovery.crawl import discover_one
 from bringup.discovery.verify import ExpectedNode
-from bringup.errors import ParseError
+from bringup.errors import RedfishError
 from bringup.redfish import Credentials, connect
 from bringup.sku import load_skus
 
@@ -89,9 +89,11 @@ def test_a_truncated_member_is_a_finding_about_that_member(mockup_server):
 
 def test_garbage_service_root_is_a_clear_error(mockup_server):
     url = mockup_server("public-tower", {"/redfish/v1": b"<html><body>Login</body></html>"})
-    with pytest.raises(ParseError) as err:
+    # a web page where the service root should be: the address does not serve Redfish
+    # (a RedfishError that says so), not a BMC whose JSON is broken
+    with pytest.raises(RedfishError) as err:
         connect(url, CREDS, retries=0)
-    assert "/redfish/v1/" in str(err.value)
+    assert "/redfish/v1/" in str(err.value) and "answered HTML, not Redfish JSON" in str(err.value)
 
 
 def test_malformed_mac_names_the_member_and_json_path(mockup_server):
