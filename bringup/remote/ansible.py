@@ -142,6 +142,23 @@ def _inventory(hosts: dict[str, dict[str, Any]], access: SshAccess) -> dict[str,
     return {"all": {"hosts": inv}}
 
 
+#: the control socket folder's name: mkdtemp adds 8 characters
+CP_PREFIX = "bringup-cp-"
+#: a Unix socket path holds at most 107 bytes; ssh names a master's socket ``%C`` (40 hex
+#: characters) and first creates it with a 17-character random suffix
+_SOCKET_PATH_MAX = 107
+_SOCKET_NAME = 40 + 17
+
+
+def control_dir_base(tmpdir: str) -> str:
+    """Where the run's control socket folder goes: ``tmpdir`` when the whole socket path
+    fits, else /tmp. A deep TMPDIR (a test worker's, 39 characters) made every SSH
+    connection fail with "unix_listener: ... too long for Unix domain socket", which
+    Ansible reports as the node being unreachable."""
+    needed = len(tmpdir) + 1 + len(CP_PREFIX) + 8 + 1 + _SOCKET_NAME
+    return tmpdir if needed <= _SOCKET_PATH_MAX else "/tmp"  # noqa: S108 - mkdtemp: a 0700 folder of ours
+
+
 def _envvars(tmp: Path, cp: Path, access: SshAccess) -> dict[str, str]:
     ssh_args = " ".join([
         # one SSH connection per host for the whole run; closed by _close_masters()
@@ -199,10 +216,7 @@ def run_playbook(playbook: str, hosts: dict[str, dict[str, Any]], extravars: dic
     tmp = private_run_dir() if own_tmp else Path(private_data_dir)
     for sub in ("home", "local", "runner"):
         (tmp / sub).mkdir(parents=True, exist_ok=True)
-    # control sockets need a short path (108 bytes with the socket name), whatever the
-    # caller's folder or TMPDIR (a worker with a deep TMPDIR failed every SSH connection)
-    base = tempfile.gettempdir()
-    cp = Path(tempfile.mkdtemp(prefix="bringup-cp-", dir=base if len(base) <= 40 else "/tmp"))  # noqa: S108 (mkdtemp: 0700, ours)  # noqa: S108  (a short path: the socket path limit is 108 bytes; the folder is 0700 via mkdtemp)
+    cp = Path(tempfile.mkdtemp(prefix=CP_PREFIX, dir=control_dir_base(tempfile.gettempdir())))
     try:
         runner = ansible_runner.run(
             private_data_dir=str(tmp / "runner"), project_dir=str(playbooks_dir), playbook=str(path),
