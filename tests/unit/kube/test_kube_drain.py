@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from fake_clock import Clock
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
@@ -18,19 +19,6 @@ from bringup.kube.drain import NOTICE_S, refusal
 from bringup.kube.models import NodeState, PodRef
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "kube"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now, self.sleeps = 0.0, []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, s: float) -> None:
-        assert s >= 0
-        self.sleeps.append(s)
-        self.now += s
 
 
 def refused(kube: KubeAdapter, pod: PodRef, budget: str, healthy: int) -> None:

@@ -4,24 +4,13 @@ to finish, a node to be Ready, a drain's evictions, an update that keeps conflic
 from __future__ import annotations
 
 import pytest
+from fake_clock import Clock
 from kubernetes import client as k8s
 
 from bringup.errors import DrainBlocked, KubeConflictError, KubeError, KubeTransientError
 from bringup.kube import KubeAdapter
 from bringup.kube import pods as kpods
 from bringup.kube.models import NodeState, PodRef
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now, self.sleeps = 0.0, []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, s: float) -> None:
-        self.sleeps.append(s)
-        self.now += s
 
 
 def adapter(clock: Clock) -> KubeAdapter:
