@@ -94,6 +94,12 @@ class FileRecords(leases.LeaseOps):
         self._save(cur)
         node.stage, node.custom_fields = cur.stage, cur.custom_fields
 
+    def refresh(self, node) -> Any:
+        cur = self.node(node.name)
+        node.stage, node.status, node.tags = cur.stage, cur.status, cur.tags
+        node.custom_fields = cur.custom_fields
+        return cur.custom_fields.get(leases.FIELD)
+
     def lease(self, node) -> Any:
         return self.node(node.name).custom_fields.get(leases.FIELD)
 

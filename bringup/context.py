@@ -32,7 +32,9 @@ class Context:
         return self._netbox
 
     def node(self, name: str) -> NodeRecord:
-        return self.netbox.nodes(names=[name])[0]
+        """One node's record, without its MACs (``macs`` is ``None``): the step that compares
+        them (discovery) reads them itself."""
+        return self.netbox.nodes(names=[name], macs=False)[0]
 
     @cached_property
     def evidence(self):

@@ -10,8 +10,10 @@ default location (the lab's is the lab's business, see ``lab.paths``).
 
 from __future__ import annotations
 
+import getpass
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -30,6 +32,22 @@ def state_dir() -> Path:
         return Path(env)
     xdg = os.environ.get("XDG_STATE_HOME")
     return (Path(xdg) if xdg else Path.home() / ".local/state") / "bringup"
+
+
+#: the environment variable naming the operator who asks (the CLI's ``--operator`` sets it)
+OPERATOR_ENV = "BRINGUP_OPERATOR"
+
+
+def operator() -> str:
+    """Who asked for an operator's action (a forced re-test, a repair), for the journal:
+    ``$BRINGUP_OPERATOR``, else the OS user, else ``unknown``."""
+    who = os.environ.get(OPERATOR_ENV, "").strip()
+    if who:
+        return who
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container)
+        return "unknown"
 
 
 def private_dir(path: Path) -> Path:
@@ -91,6 +109,15 @@ class Settings(BaseModel):
     #: the firmware step applies the SKU policy's images to components that drift (off:
     #: drift is only found and recorded); a run's ``firmware_update`` parameter overrides it
     firmware_update: bool = False
+    #: the site's health owner, the one system that cordons and taints nodes for health
+    #: findings: ``bringup`` (its health watch does), or ``nvsentinel`` (NVIDIA's NVSentinel
+    #: does; bringup records its findings in NetBox and never cordons or taints for them)
+    health_owner: Literal["bringup", "nvsentinel"] = "bringup"
+    #: the pool acceptance job's site storage, as its pods see them (bringup.workload): the
+    #: dataset sample, the base weights, and a folder it writes checkpoints to
+    acceptance_data: str = ""
+    acceptance_weights: str = ""
+    acceptance_checkpoints: str = ""
 
     def spool_path(self) -> Path:
         return Path(self.spool_dir) if self.spool_dir else state_dir() / "spool"

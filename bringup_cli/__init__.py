@@ -39,6 +39,8 @@ GROUPS = [
     ("metrics_cmd", "metrics", "The fleet as Prometheus metrics (an exporter, or a node_exporter textfile)."),
     ("report_cmd", None, "The fleet report: HTML, CSV and Parquet."),
     ("kueue_cmd", "kueue", "Kueue topology-aware scheduling manifests of a pool."),
+    ("node_cmd", "node", "One node by hand: record a repair (then re-burn-in and the gate)."),
+    ("accept_cmd", None, "A pool's acceptance run: train, checkpoint, restore, verdict in NetBox."),
     ("parse_cmd", "parse", "Judge a recorded tool output (nccl-tests, DCGM, gpu-burn, ibstat)."),
 ]
 

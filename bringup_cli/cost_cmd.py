@@ -26,6 +26,20 @@ def _fleet(config: Path | None, site: str | None, rack: str | None):
     return s, load(netbox(s), site=site or None, rack=rack or None)
 
 
+def _acceptances(s, pools: list[str]) -> dict[str, tuple[float | None, str]]:
+    """pool -> (accepted samples/s per node, the run it comes from), from NetBox's latest
+    pool acceptance of each pool (one place for tests to replace)."""
+    from bringup.workload.record import accepted_per_node, latest
+
+    from .common import netbox
+    nb = netbox(s)
+    out = {}
+    for pool in pools:
+        doc = latest(nb, pool)
+        out[pool] = (accepted_per_node(doc), f"{(doc or {}).get('run', '')} ({(doc or {}).get('outcome', 'none')})")
+    return out
+
+
 def _num(v, fmt: str = "{:,.1f}") -> str:
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else fmt.format(v)
 
@@ -57,6 +71,7 @@ def cost(site: str = typer.Option(None), rack: str = typer.Option(None),
                       _num(r["failed_burnin_gpu_h"]), _num(r["planned_to_serving_h"]),
                       _num(r["total_cost_usd"], "{:,.0f}"), _num(r["cost_per_accepted_usd"], "{:,.0f}"))
     console.print(table)
+    _unit_costs(s, pools)
     if nodes:
         nt = Table("node", "pool", "GPUs", "burn-in h", "quarantine h", "waiting h", "serving h",
                    "failed burn-in GPU-h", "planned→serving h", "cost $")
@@ -68,3 +83,24 @@ def cost(site: str = typer.Option(None), rack: str = typer.Option(None),
     if not fd.findings.empty:
         console.print(f"[yellow]{len(fd.findings)} evidence document(s) could not be read[/] "
                       f"(nodes: {', '.join(sorted(set(fd.findings['node'])))}); the hours above do not depend on them")
+
+
+def _unit_costs(s, pools) -> None:
+    """The guide's normalised cost per pool, each term with its source."""
+    from bringup.insight.unitcost import load_rates, unit_cost
+    names = [str(p) for p in pools.index if p != "all"]
+    accepted = _acceptances(s, names)
+    rates = load_rates()
+    table = Table("pool", "term", "$", "source", title="Normalised cost: (compute + network + storage + support + "
+                  "idle + failed runs + operations) / accepted workload units")
+    for pool in names:
+        per_node, run = accepted[pool]
+        uc = unit_cost(pool, pools.loc[pool], s.gpu_hour_usd, rates, per_node, run)
+        for t in uc.terms:
+            table.add_row(pool, t.name, _num(t.usd, "{:,.0f}"), t.source)
+        table.add_row(pool, "[bold]total[/]", _num(uc.total_usd, "{:,.0f}"), "")
+        table.add_row(pool, "accepted units (M samples)", _num(uc.accepted_units_m, "{:,.2f}"), uc.units_source)
+        table.add_row(pool, "[bold]$ per M accepted samples[/]", _num(uc.usd_per_m_units, "{:,.2f}"),
+                      "total / accepted units" if uc.usd_per_m_units is not None else "unknown: no accepted units",
+                      end_section=True)
+    console.print(table)

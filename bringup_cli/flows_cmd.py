@@ -88,8 +88,12 @@ def discover(site: str = typer.Option(None), rack: str = typer.Option(None), nod
 def commission(site: str = typer.Option(None), rack: str = typer.Option(None), node: list[str] = typer.Option(None),
                tag: str = typer.Option(None), burnin_profile: str = typer.Option("quick"),
                dry_run: bool = typer.Option(False), force: bool = typer.Option(False),
+               operator: str = typer.Option(None, help="Who asks (journaled with a forced re-test); "
+                                                       "default $BRINGUP_OPERATOR, else your user."),
                config: Path = typer.Option(None, help="Settings file.")) -> None:
     """Run the commission flow (discover -> ... -> admit or quarantine) with live progress."""
+    if operator:
+        os.environ["BRINGUP_OPERATOR"] = operator  # the lifecycle journals it (bringup.settings.operator)
     ctx = _ctx(config)
     if ctx.settings.prefect_api_url:
         os.environ.setdefault("PREFECT_API_URL", ctx.settings.prefect_api_url)

@@ -191,3 +191,20 @@ def inject(node: str = typer.Argument(..., help="A lab node that is installed (s
     now = inject_fault(lab.paths.home, spec, fault)
     console.print(f"{node}: {fault.kind} injected; its faults now: "
                   + ", ".join(str(f.kind) for f in now.faults))
+
+
+@app.command()
+def clear(node: str = typer.Argument(..., help="A lab node given faults by `bringup lab inject`."),
+          kind: str = typer.Argument(None, help="The fault kind to clear (default: every injected fault).")) -> None:
+    """Clear a fault `bringup lab inject` gave a node, as a repair would; the node's next
+    tool run (a re-burn-in after `bringup node repaired`) no longer sees it."""
+    from lab.errors import LabError
+    from lab.inject import clear as clear_faults
+    lab = _lab()
+    spec = next((n for n in lab.fleet().nodes if n.name == node), None)
+    if spec is None:
+        raise LabError(f"no node {node} in the lab's fleet ({lab.fleet_path})",
+                       hint="name a node of that fleet profile")
+    gone, now = clear_faults(lab.paths.home, spec, kind)
+    console.print(f"{node}: cleared {', '.join(str(f.kind) for f in gone)}; its injected faults now: "
+                  + (", ".join(str(f.kind) for f in now.faults if f not in spec.faults) or "none"))

@@ -42,9 +42,13 @@ def look_node(node: str, config: str | None = None) -> dict:
     # what a look costs: the operator's figure for sizing the watch's interval
     print(f"{node}: look took {look.seconds:.1f} s (agent exit {look.agent_rc}), {len(look.signals)} signal(s), "
           f"{'recorded' if look.changed or look.signals else 'nothing new, nothing written'}")
+    # a site whose health owner is another system (NVSentinel): recorded in NetBox, not acted on
+    deferred = bool(look.deferred_to)
     return {"node": node, "skipped": "", "seconds": round(look.seconds, 2), "error": look.error,
             "signals": [f"{s.severity}: {s.message}" for s in look.signals],
-            "critical": [s.message for s in look.critical], "evidence": look.evidence() if look.critical else None}
+            "critical": [] if deferred else [s.message for s in look.critical],
+            "deferred_to": look.deferred_to,
+            "evidence": look.evidence() if look.critical and not deferred else None}
 
 
 @task(name="take-out-of-service", retries=0)
@@ -98,7 +102,9 @@ def healthwatch(site: str | None = None, rack: str | None = None, tag: str | Non
             log.info(note)
             acted = {n: f"{v}; {note}" for n, v in acted.items()}
     rows = [{"node": lk["node"], "signals": "; ".join(lk["signals"]) or _quiet(lk),
-             "critical": len(lk["critical"]), "action": acted.get(lk["node"], ""), "look s": lk.get("seconds", "")}
+             "critical": len(lk["critical"]), "look s": lk.get("seconds", ""),
+             "action": acted.get(lk["node"], "") or (f"recorded only: the health owner is {lk['deferred_to']}"
+                                                     if lk.get("deferred_to") else "")}
             for lk in looks]
     create_table_artifact(key=_key("healthwatch-looks"), table=rows or [{"node": "", "signals": "no active nodes"}],
                           description=f"{len(looks)} active node(s) looked at, {len(suspects)} with critical signals")

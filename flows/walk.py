@@ -148,7 +148,7 @@ def walk_node(node: str, rack: str, params: dict, *, config: str | None = None, 
             log.info("%s is %s: nothing to do%s", node, state, "" if force else " (force=True to redo)")
         while path(state, target):   # never past the target, never towards one behind the node
             before = state
-            for st in lc.pending_steps(node, state):
+            for st in lc.pending_steps(node, state, holder=me.holder):
                 res = run_step(node, rack, state.value, st.name, params, config=config, order=order,
                                holder=me.holder)
                 results.append(res)

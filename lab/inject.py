@@ -130,6 +130,42 @@ def inject(home: Path, node: NodeSpec, *faults: Fault) -> NodeSpec:
     return now
 
 
+def clear(home: Path, node: NodeSpec, kind: str | None = None) -> tuple[list[Fault], NodeSpec]:
+    """The inverse of :func:`inject`, as a repair: the node's injected faults of ``kind``
+    (all of them when None) are gone from its simulated hardware. Returns (the faults
+    cleared, the node as it is now). An unknown kind, or one the node was not given, is a
+    :class:`LabError` naming what it has. The fleet profile's own faults stay (they are the
+    node as built); counters keep their counts, as a repaired part's port would."""
+    from .gpu import write_node_profile
+    if kind is not None:
+        try:
+            kind = FaultKind(kind).value
+        except ValueError:
+            raise LabError(f"unknown fault {kind!r}",
+                           hint="use one of: " + ", ".join(k.value for k in FaultKind)) from None
+    nd = NodeDir(home, node.name)
+    state = nd.read_state()
+    if not state.get("installed"):
+        raise LabError(f"node {node.name} is not installed: it has no injected fault to clear",
+                       hint="`bringup lab inject` gives an installed node a fault")
+    before = injected(home, node.name)
+    gone = [f for f in before if kind is None or f.kind == kind]
+    if not gone:
+        has = ", ".join(sorted({str(f.kind) for f in before})) or "none"
+        raise LabError(f"node {node.name} has no injected fault {kind or ''}".rstrip() + f" (injected: {has})",
+                       hint="name a fault `bringup lab inject` gave it, or none to clear them all")
+    kept = [f for f in before if f not in gone]
+    now = node.model_copy(update={"faults": [*node.faults, *kept]})
+    sku = load_skus()[node.sku]
+    counters = _counters(nd.root)
+    write_node_profile(now, sku, dict(state.get("versions") or {}), nd.root)
+    for path, value in counters.items():
+        path.write_text(f"{value}\n")
+    (nd.dir / "injected.json").write_text(json.dumps([f.model_dump(mode="json", exclude_none=True) for f in kept],
+                                                     indent=1))
+    return gone, now
+
+
 def _counters(root: Path) -> dict[Path, int]:
     out = {}
     for path in root.glob("sys/class/infiniband/*/ports/*/counters/*"):

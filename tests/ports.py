@@ -85,6 +85,14 @@ FLEETS = {
 }
 
 
+#: the pool acceptance tests' Kubernetes API stand-in (tests/integration/workload), one per slot
+WORKLOAD_KUBE_BASE = 26470
+
+
+def workload_kube_port() -> int:
+    return WORKLOAD_KUBE_BASE + SLOT
+
+
 def third_octet() -> int:
     """The third octet of the small loopback node labs (tests/integration/nodes, fabric,
     kube): from the pid without xdist (20..219, as before), one per worker with it

@@ -47,9 +47,12 @@ def join(ctx: Context, rec: NodeRecord, params: Mapping[str, Any], ready_timeout
     labels = node_labels(rec.sku, Pool(**pool), {}, {"status": "pass", "date": rec.custom_fields.get("burnin_last")},
                          pool_name=pool_name, rack=rec.rack or "", block=block)
     # schedulable for the smoke pod only: the readiness gate (next step) lifts the taint
-    kube.admit(rec.name, labels, annotations={"bringup.io/netbox": rec.url}, pending=load_policy().taint)
+    state = kube.admit(rec.name, labels, annotations={"bringup.io/netbox": rec.url}, pending=load_policy().taint)
     text = ("Joined Kubernetes (tainted validation-pending until the readiness gate passes) with labels:\n\n"
             + "\n".join(f"- `{k}={v}`" for k, v in sorted(labels.items())))
+    if getattr(state, "unschedulable", False):  # a cordon bringup did not place is kept (kube.ownership)
+        from bringup.kube.ownership import state_holder
+        text += f"\n\nThe node stays cordoned: held by {state_holder(state)}; bringup does not uncordon it."
     return StepResult(node=rec.name, step="join", ok=True, summary="joined, labelled, validation pending",
                       figures={"labels": len(labels)},
                       evidence=[Evidence(kind="admission", document={"labels": labels}, summary=text,
@@ -111,7 +114,8 @@ def isolate(ctx: Context, rec: NodeRecord, reason: str) -> str:
     """Cordon and taint a quarantined node, with the reason visible on it; retried until
     the API server confirms it (see :func:`bringup.service.reconcile.isolate`)."""
     from bringup.service.reconcile import isolate as isolate_confirmed
-    return isolate_confirmed(ctx.kube, rec.name, reason)
+    from bringup.service.watch_step import taint_effect
+    return isolate_confirmed(ctx.kube, rec.name, reason, effect=taint_effect(ctx, rec))
 
 
 def cluster_labels(ctx: Context, name: str) -> dict[str, str]:

@@ -9,7 +9,14 @@ https://kueue.sigs.k8s.io/docs/tasks/run/topology_aware_scheduling/).
 
 The levels are bringup's own labels (:mod:`bringup.admission.labels`): block (the rack's NetBox
 location) when every node of the pool has one, rack, and ``kubernetes.io/hostname`` last so
-Kueue can place pods on single nodes. Pure: pool data in, YAML text out.
+Kueue can place pods on single nodes. The hostname level is also what lets Kueue move a
+workload off a failed node: TAS pins pods with a ``kubernetes.io/hostname`` selector only
+when that label is a level of the topology, and replaces a node for an untolerated taint,
+evicting running pods only for ``NoExecute`` (a cordon never evicts). bringup's health
+policy picks the effect per finding class (``taint_effects`` in
+``bringup/data/healthwatch.yaml``); see CoreWeave's "How do I troubleshoot suspended Kueue
+workloads" (docs.coreweave.com, CKS support articles) on Kueue's node recovery.
+Pure: pool data in, YAML text out.
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from bringup.admission.labels import BLOCK_LABEL, HOSTNAME_LABEL, POOL_LABEL, RA
 from bringup.errors import ConfigError
 
 TOPOLOGY_API = "kueue.x-k8s.io/v1alpha1"
+#: the lowest level of every Topology bringup renders (issue #27, item 6)
+LOWEST_LEVEL = HOSTNAME_LABEL
 FLAVOR_API = "kueue.x-k8s.io/v1beta1"
 
 
@@ -51,7 +60,7 @@ def _levels(pool: str, nodes: list[PoolNode]) -> list[str]:
     if problems:
         raise ConfigError(f"pool {pool!r} cannot be described as a Kueue topology: " + "; ".join(problems),
                           hint="fix the racks and rack locations in NetBox")
-    return ([BLOCK_LABEL] if with_block else []) + [RACK_LABEL, HOSTNAME_LABEL]
+    return ([BLOCK_LABEL] if with_block else []) + [RACK_LABEL, LOWEST_LEVEL]
 
 
 def render_pool(pool: str, nodes: Iterable[PoolNode]) -> list[dict[str, Any]]:

@@ -3,7 +3,9 @@ tag): where the workload labels of admitted nodes come from."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class Pool(BaseModel):
@@ -14,6 +16,9 @@ class Pool(BaseModel):
     workload: str = "training"      # training | inference | batch
     sharing: str = "exclusive"      # exclusive | mig | time-slicing
     fabric: str = "ib-ndr400"       # compute fabric the pool is cabled to
+    #: the pool's acceptance reference and limits over bringup/data/pool_acceptance.yaml
+    #: (checked by bringup.workload.policy.load_policy)
+    acceptance: dict[str, Any] = Field(default_factory=dict)
 
 
 __all__ = ["Pool"]

@@ -42,7 +42,8 @@ def discover(ctx: Context, rec: NodeRecord, params: Mapping[str, Any]) -> StepRe
     if not rec.bmc_address:
         return StepResult(node=rec.name, step="discover", ok=False, summary="no BMC address",
                           reasons=["NetBox has no BMC (OOB) IP for this device"])
-    expected = ExpectedNode(name=rec.name, sku=rec.sku, macs=rec.macs, bmc_address=rec.bmc_address,
+    macs = rec.macs if rec.macs is not None else ctx.netbox.macs(rec.id)
+    expected = ExpectedNode(name=rec.name, sku=rec.sku, macs=macs, bmc_address=rec.bmc_address,
                             serial=rec.serial or None)
     s = ctx.settings
     d = discover_one(expected, ctx.credentials, port=s.bmc_port,

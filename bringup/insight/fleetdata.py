@@ -77,6 +77,8 @@ class NodeHistory:
     stage: str = ""
     journal: Sequence[JournalEntry] = ()
     changes: Sequence[StageChange] = ()
+    #: the node's ``bringup_reason`` now (who holds it cordoned, when someone else does)
+    reason: str = ""
 
 
 @dataclass
@@ -91,6 +93,8 @@ class FleetData:
     - ``reasons``: one row per verdict reason: check, code, blocking, message
     - ``stages``: one row per stage entered: stage, start, end (NaT: still there)
     - ``findings``: node, path, error: evidence that could not be read
+    - ``incidents``: node, at, what: each time the node was taken out of service for a fault,
+      from its journal (the lifecycle's quarantine and health-watch entries, :data:`INCIDENTS`)
     """
 
     nodes: pd.DataFrame
@@ -100,6 +104,7 @@ class FleetData:
     reasons: pd.DataFrame
     stages: pd.DataFrame
     findings: pd.DataFrame
+    incidents: pd.DataFrame = field(default_factory=lambda: _incident_frame([]))
 
 
 @dataclass
@@ -123,11 +128,22 @@ class _Rows:
     reasons: list[tuple] = field(default_factory=list)
     stages: list[tuple] = field(default_factory=list)
     findings: list[tuple] = field(default_factory=list)
+    incidents: list[tuple] = field(default_factory=list)
 
 
 GPU_COLUMNS = ("node", "run", "gpu", "serial", "max_temp_c", "max_power_w", "gflops", "burn_status")
 REASON_COLUMNS = ("node", "run", "check", "code", "blocking", "message")
 STAGE_COLUMNS = ("node", "stage", "start")
+INCIDENT_COLUMNS = ("node", "at", "what")
+#: the journal headings of an incident (a fault took the node out of service), as the
+#: lifecycle writes them (bringup.lifecycle.engine: quarantine, suspect)
+INCIDENTS = {"## Quarantined in state": "quarantined", "## Health watch: taken out of service": "health watch"}
+
+
+def _incident_frame(rows: list[tuple]) -> pd.DataFrame:
+    df = pd.DataFrame.from_records(rows, columns=list(INCIDENT_COLUMNS))
+    df["at"] = pd.to_datetime(df["at"], utc=True, errors="coerce", format="ISO8601")
+    return df.sort_values(["node", "at"], kind="stable").reset_index(drop=True)
 FINDING_COLUMNS = ("node", "path", "error")
 
 
@@ -251,8 +267,10 @@ def _verdict(h: NodeHistory, doc: _Doc, run: int, row: dict[str, Any], rows: _Ro
 
 def _node(h: NodeHistory, rows: _Rows, verify: bool) -> None:
     rows.nodes.append({"node": h.node, "site": h.site, "rack": h.rack, "pool": h.pool, "sku": h.sku,
-                       "gpus": h.gpus, "stage": h.stage})
+                       "gpus": h.gpus, "stage": h.stage, "reason": h.reason})
     rows.stages.extend((h.node, c.stage, c.at) for c in h.changes)
+    rows.incidents.extend((h.node, e.created, what) for e in h.journal
+                          for head, what in INCIDENTS.items() if e.comments.startswith(head))
     docs, bad = documents(h.node, h.journal, verify=verify)
     rows.findings.extend(bad)
     run, row = 0, None
@@ -302,14 +320,17 @@ def _frames(rows: _Rows) -> FleetData:
     stages["start"] = pd.to_datetime(stages["start"], utc=True, errors="coerce", format="ISO8601")
     stages = stages.sort_values(["node", "start"], kind="stable").reset_index(drop=True)
     stages["end"] = stages.groupby("node")["start"].shift(-1)
-    nodes = pd.DataFrame.from_records(rows.nodes, columns=["node", "site", "rack", "pool", "sku", "gpus", "stage"])
+    nodes = pd.DataFrame.from_records(rows.nodes, columns=["node", "site", "rack", "pool", "sku", "gpus", "stage",
+                                                           "reason"])
+    nodes["reason"] = nodes["reason"].fillna("").astype(str)
     for col in ("site", "rack", "pool", "sku", "stage"):
         nodes[col] = nodes[col].astype("category")
     return FleetData(
         nodes=nodes, runs=runs, figures=figures,
         gpus=pd.DataFrame.from_records(rows.gpus, columns=list(GPU_COLUMNS)),
         reasons=pd.DataFrame.from_records(rows.reasons, columns=list(REASON_COLUMNS)),
-        stages=stages, findings=pd.DataFrame.from_records(rows.findings, columns=list(FINDING_COLUMNS)))
+        stages=stages, findings=pd.DataFrame.from_records(rows.findings, columns=list(FINDING_COLUMNS)),
+        incidents=_incident_frame(rows.incidents))
 
 
 def load(netbox: Any, *, site: str | None = None, rack: str | None = None, verify: bool = False,
@@ -331,5 +352,6 @@ def load(netbox: Any, *, site: str | None = None, rack: str | None = None, verif
                     sku=r.sku.sku, gpus=r.sku.gpu.count, stage=r.stage,
                     journal=[JournalEntry(int(e["id"]), str(e["created"]), str(e.get("kind") or ""),
                                           str(e.get("comments") or "")) for e in journals.get(r.id, [])],
-                    changes=[StageChange(at, stage) for at, stage in changes.get(r.id, [])])
+                    changes=[StageChange(at, stage) for at, stage in changes.get(r.id, [])],
+                    reason=str((r.custom_fields or {}).get("bringup_reason") or ""))
     return build(histories(), verify=verify)

@@ -34,7 +34,7 @@ import pandas as pd
 from bringup.acceptance.peers import MAD_SCALE
 from bringup.acceptance.thresholds import ThresholdsFile, load_thresholds_file
 from bringup.insight.fleetdata import FleetData, load
-from bringup.insight.ledger import node_ledger
+from bringup.insight.ledger import node_ledger, pool_ledger
 from bringup.lifecycle.engine import LifecycleError, State, parse_state
 
 BUSBW = ("nccl", "busbw_largest_gbps")
@@ -55,6 +55,7 @@ class ReportTables:
     reasons: pd.DataFrame   # one row per verdict reason, with its run's time
     ledger: pd.DataFrame    # one row per node: hours by account, planned to serving
     findings: pd.DataFrame  # evidence that could not be read
+    unitcost: pd.DataFrame  # per pool: the normalised cost's terms, accepted units, $ per unit; sources
 
     def items(self) -> list[tuple[str, pd.DataFrame]]:
         return [(f.name, getattr(self, f.name)) for f in fields(self)]
@@ -123,7 +124,30 @@ def _node_table(fd: FleetData, ledger: pd.DataFrame) -> pd.DataFrame:
     failed = out["last_verdict"] == "fail"
     out["mark"] = ["quarantined" if q else "failed" if f else "" for q, f in zip(quarantined, failed, strict=True)]
     out["faulty"] = quarantined | failed
+    incidents = fd.incidents.groupby("node")["at"]
+    out["incidents"] = _at(out, incidents.size()).fillna(0).astype(int)
+    out["mtbi_h"] = _floats(_at(out, incidents.apply(mtbi_hours)))
+    out["held_by"] = [held_by(r) for r in (out["reason"] if "reason" in out else [""] * len(out))]
     return out.sort_values("node", kind="stable").reset_index(drop=True)
+
+
+#: how a node's NetBox reason says someone other than bringup holds it cordoned
+#: (bringup.service.reconcile.HELD_BY writes it; insight reads NetBox only)
+HELD_BY = "cordoned outside bringup, held by "
+
+
+def held_by(reason: Any) -> str:
+    """Who holds the node cordoned, when its reason says someone other than bringup does."""
+    text = str(reason or "")
+    return text.removeprefix(HELD_BY) if text.startswith(HELD_BY) else ""
+
+
+def mtbi_hours(times: pd.Series) -> float:
+    """Mean time between incidents, in hours: the mean gap between a node's consecutive
+    incidents (NaN with fewer than two: no gap to measure yet)."""
+    at = pd.to_datetime(times, utc=True).dropna().sort_values()
+    gaps = at.diff().dropna().dt.total_seconds() / 3600.0
+    return float(gaps.mean()) if len(gaps) else float("nan")
 
 
 def _busbw_rule(tf: ThresholdsFile, sku: str) -> float | None:
@@ -185,11 +209,35 @@ def _busbw_tables(fd: FleetData, nodes: pd.DataFrame, tf: ThresholdsFile) -> tup
     return out.sort_values(["sku", "node"], kind="stable").reset_index(drop=True), bands
 
 
+def _unitcost(per_node: pd.DataFrame, gpu_hour_usd: float,
+              accepted: dict[str, tuple[float | None, str]]) -> pd.DataFrame:
+    """The normalised cost of each pool (:mod:`bringup.insight.unitcost`), one row per term."""
+    from bringup.insight.unitcost import load_rates, unit_cost
+    rows = []
+    pools = pool_ledger(per_node) if not per_node.empty else pd.DataFrame()
+    rates = load_rates()
+    for pool, r in pools.iterrows():
+        if pool == "all":
+            continue
+        per, run = accepted.get(str(pool), (None, ""))
+        uc = unit_cost(str(pool), r, gpu_hour_usd, rates, per, run)
+        rows += [(str(pool), t.name, t.usd, t.source) for t in uc.terms]
+        rows += [(str(pool), "total $", uc.total_usd, "the terms above"),
+                 (str(pool), "accepted units (M samples)", uc.accepted_units_m, uc.units_source),
+                 (str(pool), "$ per M accepted samples", uc.usd_per_m_units, "total / accepted units")]
+    out = pd.DataFrame(rows, columns=["pool", "term", "value", "source"])
+    out["value"] = pd.to_numeric(out["value"], errors="coerce").astype(float)
+    return _plain(out)
+
+
 def tables(fd: FleetData, *, at: pd.Timestamp, gpu_hour_usd: float,
-           thresholds: ThresholdsFile | None = None) -> ReportTables:
-    """Every table of the report, from the fleet's frames (pure)."""
+           thresholds: ThresholdsFile | None = None,
+           accepted: dict[str, tuple[float | None, str]] | None = None) -> ReportTables:
+    """Every table of the report, from the fleet's frames (pure). ``accepted``: pool ->
+    (accepted samples/s per node from its latest passed acceptance, the run)."""
     tf = thresholds or load_thresholds_file()
-    ledger = _plain(node_ledger(fd.nodes, fd.stages, at, gpu_hour_usd).reset_index())
+    per_node = node_ledger(fd.nodes, fd.stages, at, gpu_hour_usd)
+    ledger = _plain(per_node.reset_index())
     nodes = _node_table(fd, ledger)
     busbw, bands = _busbw_tables(fd, nodes, tf)
     faulty = nodes.set_index("node")["faulty"]
@@ -209,16 +257,18 @@ def tables(fd: FleetData, *, at: pd.Timestamp, gpu_hour_usd: float,
     return ReportTables(nodes=nodes, busbw=busbw, bands=bands,
                         gpus=_plain(gpus.sort_values(["node", "gpu"], kind="stable")),
                         verdicts=_plain(verdicts.sort_values(["node", "run"], kind="stable")),
-                        reasons=_plain(reasons), ledger=ledger[keep], findings=_plain(fd.findings))
+                        reasons=_plain(reasons), ledger=ledger[keep], findings=_plain(fd.findings),
+                        unitcost=_unitcost(per_node, gpu_hour_usd, accepted or {}))
 
 
 def write(out: Path, fd: FleetData, *, at: pd.Timestamp, gpu_hour_usd: float, pool: str | None = None,
-          filters: dict[str, str | None] | None = None, thresholds: ThresholdsFile | None = None) -> Path:
+          filters: dict[str, str | None] | None = None, thresholds: ThresholdsFile | None = None,
+          accepted: dict[str, tuple[float | None, str]] | None = None) -> Path:
     """Write the page and its data files under ``out``; returns the page's path."""
     from bringup.insight.report_html import render
     from bringup.insight.report_plots import plots
 
-    t = tables(select(fd, pool), at=at, gpu_hour_usd=gpu_hour_usd, thresholds=thresholds)
+    t = tables(select(fd, pool), at=at, gpu_hour_usd=gpu_hour_usd, thresholds=thresholds, accepted=accepted)
     data = out / "data"
     data.mkdir(parents=True, exist_ok=True)
     files = []
@@ -235,5 +285,16 @@ def write(out: Path, fd: FleetData, *, at: pd.Timestamp, gpu_hour_usd: float, po
 def write_site(netbox: Any, site: str, out: Path, *, gpu_hour_usd: float) -> Path:
     """The report of ``site`` as NetBox holds it now, written under ``out`` (what a run
     links and what the demo prints); returns the page's path."""
-    return write(out, load(netbox, site=site), at=pd.Timestamp.now(tz="UTC"), gpu_hour_usd=gpu_hour_usd,
-                 filters={"site": site})
+    fd = load(netbox, site=site)
+    return write(out, fd, at=pd.Timestamp.now(tz="UTC"), gpu_hour_usd=gpu_hour_usd,
+                 filters={"site": site}, accepted=accepted_throughput(netbox, sorted(set(fd.nodes["pool"].astype(str)))))
+
+
+def accepted_throughput(netbox: Any, pools: list[str]) -> dict[str, tuple[float | None, str]]:
+    """pool -> (samples/s per node of its latest passed acceptance, the run), from NetBox."""
+    from bringup.workload.record import accepted_per_node, latest
+    out = {}
+    for pool in pools:
+        doc = latest(netbox, pool)
+        out[pool] = (accepted_per_node(doc), f"{(doc or {}).get('run', '')} ({(doc or {}).get('outcome', 'none')})")
+    return out

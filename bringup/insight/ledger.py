@@ -41,6 +41,8 @@ HOURS = [f"{a}_h" for a in (*ACCOUNTS, UNKNOWN)]
 class LedgerFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     accounts: dict[str, list[str]]
+    #: the normalised cost's terms that gpu_hour_usd does not hold ($ per GPU-hour; unitcost.py)
+    rates: dict[str, float] = {}
 
 
 def load_accounts(path: Path | None = None) -> dict[str, str]:

@@ -32,8 +32,9 @@ figure { margin: 0 0 1.5em; } figure img { max-width: 100%; border: 1px solid #d
 figcaption { color: #555; font-size: 0.9em; }
 """
 
-NODE_COLUMNS = ["node", "mark", "site", "rack", "pool", "sku", "gpus", "stage", "runs", "last_verdict",
-                "last_judged_at", "busbw_gbps", "max_temp_c", "planned_to_serving_h", "last_reasons"]
+NODE_COLUMNS = ["node", "mark", "site", "rack", "pool", "sku", "gpus", "stage", "held_by", "runs", "last_verdict",
+                "last_judged_at", "busbw_gbps", "max_temp_c", "planned_to_serving_h", "incidents", "mtbi_h",
+                "last_reasons"]
 FAULT_COLUMNS = ["node", "mark", "stage", "last_verdict", "last_judged_at", "last_reasons"]
 BAND_COLUMNS = ["sku", "nodes", "peers", "threshold_gbps", "min_peers", "k", "min_relative", "median_gbps",
                 "scaled_mad_gbps", "band_lo_gbps", "band_hi_gbps", "note"]
@@ -126,6 +127,12 @@ def render(t, pngs: dict[str, bytes | None], *, filters: dict[str, str | None], 
                 body.append(table(t.bands, BAND_COLUMNS))
         body.append("<h2>Nodes</h2>")
         body.append(table(nodes, NODE_COLUMNS, faulty="faulty"))
+    if not t.unitcost.empty:  # the guide's normalised cost (bringup.insight.unitcost), each term's source
+        body.append("<h2>Normalised cost per pool</h2>")
+        body.append(table(t.unitcost, ["pool", "term", "value", "source"]))
+        body.append('<p class="meta">(compute + network + storage + support + idle + failed runs + operations) / '
+                    "accepted workload units: samples, from the pool's latest passed acceptance (none: "
+                    "unknown).</p>")
     body.append("<h2>Findings: evidence that could not be read</h2>")
     body.append(table(t.findings, ["node", "path", "error"]) if not t.findings.empty
                 else '<p class="none">None: every evidence document was read.</p>')

@@ -2,8 +2,10 @@
 
 It is handed an ``ApiClient`` (or a kubeconfig path) and offers what admission and
 re-burn-in need: a bootstrap token and ``kubeadm join`` parameters, waiting for a node
-to be Ready, admitting (labels, our taint off, uncordon), quarantining (cordon, taint,
-reason annotation), draining through the Eviction API, and reading a node's state.
+to be Ready, admitting (labels, our taint off, our own cordon lifted), quarantining (cordon,
+taint, reason annotation), draining through the Eviction API, and reading a node's state.
+Every cordon it places carries who, why and when, and it lifts only its own
+(:mod:`bringup.kube.ownership`): a hand cordon or another system's stays.
 
 Responses are read raw (``_preload_content=False``) and parsed into bringup's own
 models, so a surprising answer is a ParseError naming its JSON path. Client exceptions
@@ -49,6 +51,7 @@ from bringup.errors import (
     KubeTLSError,
     KubeTransientError,
 )
+from bringup.kube import ownership
 from bringup.kube.models import (
     DrainResult,
     JoinCommand,
@@ -247,6 +250,7 @@ class KubeAdapter:
         validate_labels(labels)
         annotations = dict(annotations or {})
         drop = {QUARANTINE_KEY} | ({pending.key} if pending else set())
+        kept: list[str] = []
 
         def change(node: dict[str, Any]) -> dict[str, Any]:
             taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") not in drop]
@@ -257,8 +261,14 @@ class KubeAdapter:
             # our own labels from an earlier admission (another pool, say) must not linger
             stale = {k: None for k in (node["metadata"].get("labels") or {})
                      if k.startswith(f"{PREFIX}/") and k not in labels}
-            return {"metadata": {"labels": {**stale, **labels}, "annotations": ann},
-                    "spec": {"unschedulable": None, "taints": taints or None}}
+            spec: dict[str, Any] = {"taints": taints or None}
+            lift = ownership.uncordon_patch(node)  # only a cordon bringup placed is lifted
+            if lift:
+                spec["unschedulable"] = None
+                ann.update(lift["metadata"]["annotations"])
+            else:
+                kept.append(ownership.holder(node))
+            return {"metadata": {"labels": {**stale, **labels}, "annotations": ann}, "spec": spec}
 
         try:
             state = self._update_node(name, change)
@@ -266,7 +276,9 @@ class KubeAdapter:
             raise KubeNotFoundError(f"node {name} is not registered in the cluster; cannot admit it",
                                     hint="run kubeadm join on the node and wait_node_ready first") from None
         pool = labels.get(f"{PREFIX}/pool")
-        if pending is not None:
+        if kept:
+            self._note(name, "CordonKept", f"labelled by bringup; the cordon stays: held by {kept[-1]}", warning=True)
+        elif pending is not None:
             self._note(name, "ValidationPending", f"labelled and uncordoned by bringup, tainted {pending}: "
                        "admission waits for the readiness gate" + (f", pool {pool}" if pool else ""))
         else:
@@ -285,23 +297,56 @@ class KubeAdapter:
         return state
 
     def cordon(self, name: str, why: str = "") -> NodeState:
-        state = self._patch_node(name, {"spec": {"unschedulable": True}})
-        self._note(name, "Cordoned", "cordoned by bringup" + (f": {why}" if why else ""))
+        """Cordon with bringup's marks (who, why, when: :mod:`bringup.kube.ownership`); a node
+        someone else already holds cordoned stays theirs."""
+        held: list[str] = []
+
+        def change(node: dict[str, Any]) -> dict[str, Any]:
+            patch = ownership.cordon_patch(node, why or "cordoned by bringup")
+            if not patch:
+                held.append(ownership.holder(node))
+            return patch
+        state = self._update_node(name, change)
+        if held:
+            log.info("node %s: already cordoned, held by %s; left as it is", name, held[-1])
+        else:
+            self._note(name, "Cordoned", "cordoned by bringup" + (f": {why}" if why else ""))
         return state
 
     def uncordon(self, name: str, why: str = "") -> NodeState:
-        state = self._patch_node(name, {"spec": {"unschedulable": None}})
-        self._note(name, "Uncordoned", "uncordoned by bringup" + (f": {why}" if why else ""))
+        """Lift bringup's own cordon; a cordon someone else placed is never lifted (the
+        node's holder is said in its Event)."""
+        held: list[str] = []
+
+        def change(node: dict[str, Any]) -> dict[str, Any]:
+            patch = ownership.uncordon_patch(node)
+            if not patch:
+                held.append(ownership.holder(node))
+            return patch
+        state = self._update_node(name, change)
+        if held:
+            self._note(name, "CordonKept", f"bringup did not uncordon: the cordon is held by {held[-1]}",
+                       warning=True)
+        else:
+            self._note(name, "Uncordoned", "uncordoned by bringup" + (f": {why}" if why else ""))
         return state
 
-    def quarantine(self, name: str, reason: str, code: str | None = None) -> QuarantineResult:
-        """Cordon, taint ``bringup.io/quarantine=<code>:NoSchedule`` and annotate the full
-        reason. A node that never joined cannot be cordoned: the result says so."""
-        taint = quarantine_taint(code or reason_code(reason))
+    def quarantine(self, name: str, reason: str, code: str | None = None, effect: str = "NoSchedule") -> QuarantineResult:
+        """Cordon (with bringup's marks, unless someone else holds the cordon already), taint
+        ``bringup.io/quarantine=<code>:<effect>`` and annotate the full reason. ``effect``:
+        ``NoSchedule`` lets running work finish, ``NoExecute`` evicts what does not tolerate
+        it (the health policy chooses per finding class). A node that never joined cannot be
+        cordoned: the result says so."""
+        if effect not in ("NoSchedule", "NoExecute"):
+            raise ConfigError(f"taint effect {effect!r} is not NoSchedule or NoExecute",
+                              hint="fix taint_effects in bringup/data/healthwatch.yaml")
+        taint = quarantine_taint(code or reason_code(reason)).model_copy(update={"effect": effect})
 
         def change(node: dict[str, Any]) -> dict[str, Any]:
             taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != QUARANTINE_KEY]
-            return {"metadata": {"annotations": {REASON_ANNOTATION: reason}},
+            ann = (ownership.cordon_patch(node, reason).get("metadata") or {}).get("annotations") \
+                or ownership.kept_mark(node)
+            return {"metadata": {"annotations": {REASON_ANNOTATION: reason, **ann}},
                     "spec": {"unschedulable": True, "taints": [*taints, taint.to_api()]}}
 
         try:

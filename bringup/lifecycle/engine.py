@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bringup.errors import BringupError, ControllerFault, NetBoxUnavailable, TransientError
-from bringup.lifecycle.leasing import Leasing
+from bringup.lifecycle.leasing import UNREAD, Leasing
 from bringup.lifecycle.ports import Records, StepFn
 from bringup.lifecycle.results import NodeReport, StepResult
 from bringup.lifecycle.table import (
@@ -110,12 +110,14 @@ class Lifecycle(Leasing):
     def handler(self, state: State) -> Handler | None:
         return self.table.get(state)
 
-    def pending_steps(self, name: str, state: State) -> list[Step]:
-        """The steps of ``state`` still to run: a rerun skips those already done in it."""
+    def pending_steps(self, name: str, state: State, holder: str | None = None) -> list[Step]:
+        """The steps of ``state`` still to run: a rerun skips those already done in it.
+        ``holder``: the lease this run holds (its copy of the node is then current)."""
         handler = self.table.get(state)
         if handler is None:
             return []
-        done = self._progress(self.records.node(name)).get(state.value, [])
+        node = self._leased.get((name, holder)) if holder is not None else None
+        done = self._progress(node or self.records.node(name)).get(state.value, [])
         return [st for st in handler.steps if st.name not in done]
 
     @staticmethod
@@ -135,7 +137,12 @@ class Lifecycle(Leasing):
         if handler is None or step not in [s.name for s in handler.steps]:
             raise LifecycleError(f"{step!r} is not a step of state {state}")
         self._why.pop(name, None)   # this step has not stopped the walk (yet)
-        node = self.records.node(name)
+        # a walk that holds the node keeps the record it read when it took the lease, and
+        # brings its changing part up to date with one small read, which the fence also
+        # judges: a full read is several requests that each cost NetBox far more (issue #25)
+        node = self._leased.get((name, holder)) if holder is not None else None
+        lease_now = self.records.refresh(node) if node is not None else UNREAD
+        node = node or self.records.node(name)
         current = parse_state(node.stage)
         if current != state:
             err = LifecycleError(f"{name} is {current}, not {state}: another run moved it",
@@ -143,8 +150,8 @@ class Lifecycle(Leasing):
             if holder is not None:   # this run holds the node, so someone moved it by hand
                 self.hold(name, str(err))
             raise err
-        # the lease as NetBox holds it now: the copy in ``node`` may be minutes old already
-        self._fence(node, holder)
+        # the lease as NetBox holds it now: the copy in a full read may be minutes old already
+        self._fence(node, holder, lease_now)
         kept = self.spool.find(name, state.value, step) if self.spool is not None else None
         if kept is not None:  # a run that could not reach NetBox did this step: record it, do not redo it
             log.info("%s: recording the %s result spooled at %s instead of running it again", name, step, kept.at)
@@ -291,6 +298,11 @@ class Lifecycle(Leasing):
         self._transition(node, state, State.PLANNED, status="planned", remove_tags=(QUARANTINE_TAG,),
                          fields={"bringup_reason": "", "burnin_status": "pending", "burnin_summary": "",
                                  "burnin_last": None, "gpu_serials": None})
+        # who asked: a forced re-test's outcome is not counted towards hardware inspection
+        from bringup.settings import operator
+        self.records.journal(node, f"## Forced re-test\n\nAsked by {operator()}, from {state}: the node walks again "
+                             "from planned; a quarantine before it serves again does not count towards hardware "
+                             "inspection.\n", kind="info")
         return State.PLANNED
 
     def begin_reburnin(self, name: str) -> State:
@@ -303,6 +315,27 @@ class Lifecycle(Leasing):
         # by the next reburnin run, which only takes tagged draining nodes
         self._transition(node, state, State.DRAINING, status="staged", add_tags=(REBURNIN_TAG,))
         return State.DRAINING
+
+    def repaired(self, name: str, note: str, by: str) -> State:
+        """An operator repaired a node in hardware inspection (``by`` who, ``note`` what): the
+        journal says so, the hardware verdict and the reason are cleared (the journal keeps
+        the old failure) and the node enters provisioned, from where a walk burns it in again
+        and runs the gate. Only a node in inspection, and one no other run holds."""
+        node = self.records.node(name)
+        state = parse_state(node.stage)
+        if state != State.INSPECTION:
+            raise LifecycleError(f"{name} is {state}, not inspection: only a node in hardware inspection is "
+                                 "marked repaired", hint="see the node's journal in NetBox for where it stands")
+        if not note.strip():
+            raise LifecycleError(f"say what was repaired on {name}", hint="e.g. --note 'GPU 3 replaced, RMA 1234'")
+        self._fence(node, None)
+        self.records.journal(node, f"## Repaired\n\nBy {by}: {note}\n\nThe hardware verdict is cleared; "
+                             "re-burn-in and the readiness gate follow (a failure returns the node to "
+                             "inspection).\n", kind="success")
+        self._transition(node, state, State.PROVISIONED, status="staged", remove_tags=(QUARANTINE_TAG,),
+                         fields={"bringup_reason": f"repaired by {by}: {note}; re-burn-in and gate next"[:4000],
+                                 "burnin_status": "pending", "burnin_summary": "", "burnin_last": None})
+        return State.PROVISIONED
 
     def suspect(self, name: str, reasons: list[str], evidence: list[Any] = ()) -> State:
         """A serving node showed a critical health signal: it enters draining with the

@@ -29,6 +29,8 @@ from bringup.lifecycle.ports import Records
 from bringup.netbox import lease as leases
 
 log = logging.getLogger(__name__)
+#: the lease has not been read yet (``None`` is a lease NetBox holds as empty)
+UNREAD = object()
 
 HINTS = {
     "taken": "the run now holding the node carries on with it; see its bringup_lease in NetBox",
@@ -107,13 +109,16 @@ class Leasing:
                               every=every, logger=logger, node=name, on_stop=stopped)
 
     # --- the fence -----------------------------------------------------------------------------------
-    def _fence(self, node: Any, holder: str | None) -> None:
+    def _fence(self, node: Any, holder: str | None, current: Any = UNREAD) -> None:
         """Raise :class:`~bringup.netbox.lease.LeaseLost` unless this run may record for
         ``node`` now, having made NetBox say why (a hold, or a journal line when another
-        run holds the node). Decides on the lease read from NetBox now."""
+        run holds the node). Decides on the lease read from NetBox now: ``current`` when
+        the caller has just read it, else read here (which also brings ``node``'s stage and
+        custom fields up to date, for the record that follows)."""
         name = node.name
         tenancy = self._tenancy.get((name, holder)) if holder is not None else None
-        current = self.records.lease(node)   # as NetBox holds it now: never the copy read with the node
+        if current is UNREAD:   # as NetBox holds it now: never the copy read with the node
+            current = self.records.refresh(node)
         now = leases.utcnow()
         why = leases.fence(name, current, holder, now, known_until=tenancy.until if tenancy else None)
         if not why and tenancy is not None and tenancy.stopped:

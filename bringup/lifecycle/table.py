@@ -76,6 +76,7 @@ TABLE: dict[State, Handler] = {
 EXTRA_TRANSITIONS = {
     (State.ACTIVE, State.DRAINING),          # re-burn-in or a health signal
     (State.QUARANTINED, State.INSPECTION),   # quarantined twice in 30 days
+    (State.INSPECTION, State.PROVISIONED),   # repaired (an operator): re-burn-in and the gate follow
 }
 #: every state can be restarted (``force``) and every state with a handler can fail
 ALLOWED = ({(s, h.success) for s, h in TABLE.items()} | EXTRA_TRANSITIONS

@@ -103,13 +103,24 @@ class NodeRecord:
     stage: str
     sku: SkuSpec
     pool: dict[str, Any]
-    macs: dict[str, str]
+    #: interface -> MAC; ``None`` when read without them (:meth:`NetBox.nodes` ``macs=False``)
+    macs: dict[str, str] | None
     bmc_address: str
     address: str
     serial: str
     custom_fields: dict[str, Any]
     url: str
     tags: list[str]
+
+
+@dataclass
+class DeviceState:
+    """The part of a device a run changes, with the device's version (its ETag)."""
+
+    etag: str
+    status: str
+    tags: list[str]
+    custom_fields: dict[str, Any]
 
 
 def _value(v: Any) -> Any:
@@ -151,8 +162,11 @@ class NetBox:
     # --- reading what a node should be ----------------------------------------------------
     @_guard
     def nodes(self, *, site: str | None = None, rack: str | None = None, tag: str | None = None,
-              names: list[str] | None = None, status: str | None = None) -> list[NodeRecord]:
-        """The GPU servers matching the filters, with everything the pipeline needs."""
+              names: list[str] | None = None, status: str | None = None, macs: bool = True) -> list[NodeRecord]:
+        """The GPU servers matching the filters, with everything the pipeline needs.
+        ``macs=False`` leaves the interfaces unread (``NodeRecord.macs`` is ``None``): only
+        discovery compares MACs, and every request on NetBox's device and interface
+        endpoints costs it a few hundred ms of CPU (docs/benchmarks.md)."""
         from bringup.sku import sku_from_context  # local: keeps the import graph flat
 
         filters: dict[str, Any] = {"role": DEVICE_ROLE}
@@ -174,11 +188,7 @@ class NetBox:
                                     hint="check the names, or seed the fleet (`bringup lab seed`)")
         if not devices:
             return []
-        ids = [d.id for d in devices]
-        macs: dict[int, dict[str, str]] = {i: {} for i in ids}
-        for itf in self.api.dcim.interfaces.filter(device_id=ids):
-            if itf.primary_mac_address:
-                macs[itf.device.id][itf.name] = str(itf.primary_mac_address.mac_address).lower()
+        by_device = self._macs([d.id for d in devices]) if macs else {}
         out = []
         for d in devices:
             ctx = d.config_context or {}
@@ -186,12 +196,25 @@ class NetBox:
             out.append(NodeRecord(
                 id=d.id, name=d.name, site=d.site.slug, rack=d.rack.name if d.rack else "",
                 status=_value(d.status), stage=_value(cf.get("bringup_stage")) or "planned",
-                sku=sku_from_context(ctx, d.name), pool=ctx.get("bringup_pool", {}), macs=macs[d.id],
+                sku=sku_from_context(ctx, d.name), pool=ctx.get("bringup_pool", {}),
+                macs=by_device.get(d.id) if macs else None,
                 bmc_address=str(d.oob_ip.address).split("/")[0] if d.oob_ip else "",
                 address=str(d.primary_ip4.address).split("/")[0] if d.primary_ip4 else "",
                 serial=d.serial or "", custom_fields={k: _value(v) for k, v in cf.items()},
                 url=str(d.url).replace("/api/", "/"), tags=[t.slug for t in d.tags]))
         return out
+
+    def _macs(self, ids: list[int]) -> dict[int, dict[str, str]]:
+        out: dict[int, dict[str, str]] = {i: {} for i in ids}
+        for itf in self.api.dcim.interfaces.filter(device_id=ids):
+            if itf.primary_mac_address:
+                out[itf.device.id][itf.name] = str(itf.primary_mac_address.mac_address).lower()
+        return out
+
+    @_guard
+    def macs(self, node_id: int) -> dict[str, str]:
+        """One device's interfaces and their MACs (interface name -> MAC, lower case)."""
+        return self._macs([node_id])[node_id]
 
     @_guard
     def rack_locations(self, site: str | None = None) -> dict[tuple[str, str], str]:
@@ -203,11 +226,11 @@ class NetBox:
     # --- recording ------------------------------------------------------------------------
     @_guard
     def update_node(self, node_id: int, *, status: str | None = None, stage: str | None = None,
-                    fields: dict[str, Any] | None = None, add_tags: list[str] = (), remove_tags: list[str] = ()) -> None:
-        """Set status, the bring-up stage and other custom fields of one device."""
-        dev = self.api.dcim.devices.get(node_id)
-        if dev is None:
-            raise NotFoundError(f"device #{node_id} is gone from NetBox")
+                    fields: dict[str, Any] | None = None, add_tags: list[str] = (), remove_tags: list[str] = (),
+                    tags: list[str] | None = None) -> None:
+        """Set status, the bring-up stage and other custom fields of one device, in one PATCH
+        (NetBox merges the custom fields sent into those it has). ``tags``: the device's
+        tags as the caller knows them; without them a change of tags reads the device first."""
         cf = dict(fields or {})
         if stage:
             cf["bringup_stage"] = stage
@@ -217,20 +240,29 @@ class NetBox:
         if status:
             body["status"] = status
         if add_tags or remove_tags:
-            tags = {t.slug for t in dev.tags} | set(add_tags)
-            tags -= set(remove_tags)
-            body["tags"] = [{"slug": t} for t in sorted(tags)]
+            if tags is None:
+                dev = self.api.dcim.devices.get(node_id)
+                if dev is None:
+                    raise NotFoundError(f"device #{node_id} is gone from NetBox")
+                tags = [t.slug for t in dev.tags]
+            now = (set(tags) | set(add_tags)) - set(remove_tags)
+            body["tags"] = [{"slug": t} for t in sorted(now)]
         if body:
-            dev.update(body)
+            self._device("PATCH", node_id, body=body)
 
     # --- one device's custom fields with its version: compare-and-swap (node leases) ---------
     def _device(self, method: str, node_id: int, *, headers: dict[str, str] | None = None,
-                body: dict[str, Any] | None = None) -> requests.Response:
-        """A raw request on one device: pynetbox hides the ETag header and sends no If-Match."""
+                body: dict[str, Any] | None = None, read: tuple[str, ...] = ()) -> requests.Response:
+        """A raw request on one device: pynetbox hides the ETag header and sends no If-Match.
+        NetBox serializes only ``read`` (a GET) or the fields written (a PATCH), and ``id``
+        (its ``?fields=``): a device costs NetBox far less CPU that way. That list also limits
+        the fields NetBox *accepts*, so a field written but left out of it would be dropped
+        without a word: a PATCH's list is always its body's keys."""
         token = self.api.token or ""
         auth = f"Bearer {token}" if token.startswith("nbt_") else f"Token {token}"
         resp = self.api.http_session.request(
             method, f"{self.api.base_url}/dcim/devices/{node_id}/", json=body,
+            params={"fields": ",".join(["id", *(body or read)])} if (body or read) else None,
             headers={"Accept": "application/json", "Authorization": auth, **(headers or {})})
         if not resp.ok:
             raise_for_status(resp.status_code, resp.text)
@@ -240,12 +272,22 @@ class NetBox:
     def device_fields(self, node_id: int) -> tuple[str, dict[str, Any]]:
         """One device's custom fields and its version (the ETag NetBox 4.6+ derives from
         ``last_updated``), for :meth:`set_fields_if_match`."""
-        resp = self._device("GET", node_id)
+        state = self.device_state(node_id)
+        return state.etag, state.custom_fields
+
+    @_guard
+    def device_state(self, node_id: int) -> DeviceState:
+        """What a run changes on a device (status, tags, custom fields) and its version, in
+        one small read: the rest of a node's record stays as it was read."""
+        resp = self._device("GET", node_id, read=("status", "tags", "custom_fields"))
         etag = resp.headers.get("ETag", "")
         if not etag:  # without it a conditional write would be a blind one
             raise NetBoxRequestError("NetBox sent no ETag for a device: node leases need NetBox 4.6 or later",
                                      hint="upgrade NetBox")
-        return etag, {k: _value(v) for k, v in (resp.json().get("custom_fields") or {}).items()}
+        doc = resp.json()
+        return DeviceState(etag=etag, status=str(_value(doc.get("status")) or ""),
+                           tags=[str(t.get("slug")) for t in doc.get("tags") or [] if isinstance(t, dict)],
+                           custom_fields={k: _value(v) for k, v in (doc.get("custom_fields") or {}).items()})
 
     @_guard
     def set_fields_if_match(self, node_id: int, fields: dict[str, Any], etag: str) -> str:

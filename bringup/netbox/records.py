@@ -70,11 +70,26 @@ class NetBoxRecords(leases.LeaseOps):
               fields: dict[str, Any] | None = None, add_tags: tuple[str, ...] = (),
               remove_tags: tuple[str, ...] = ()) -> None:
         self._retry(self.ctx.netbox.update_node, node.id, stage=stage, status=status, fields=fields,
-                    add_tags=list(add_tags), remove_tags=list(remove_tags))
-        # keep the in-memory record in step for the rest of this step
+                    add_tags=list(add_tags), remove_tags=list(remove_tags), tags=getattr(node, "tags", None))
+        # keep the in-memory record in step with what NetBox now holds
         node.custom_fields.update(fields or {})
         if stage:
             node.stage = stage
+            node.custom_fields["bringup_stage"] = stage
+        if status:
+            node.status = status
+        if add_tags or remove_tags:
+            node.tags = sorted((set(getattr(node, "tags", ())) | set(add_tags)) - set(remove_tags))
+
+    def refresh(self, node: NodeRecord) -> Any:
+        """Bring ``node``'s changing part (stage, custom fields, status, tags) up to what
+        NetBox holds now, in one small read; returns its lease as read. What a run does
+        not change (SKU, pool, addresses) stays as read with the node."""
+        state = self._retry(self.ctx.netbox.device_state, node.id)
+        node.custom_fields = dict(state.custom_fields)
+        node.stage = str(state.custom_fields.get("bringup_stage") or "planned")
+        node.status, node.tags = state.status, list(state.tags)
+        return state.custom_fields.get(leases.FIELD)
 
     # --- the node's lease: each change a compare-and-swap on the device's version --------
     def _cas(self, node: NodeRecord, change):

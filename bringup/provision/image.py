@@ -194,6 +194,9 @@ class ImageManifest(BaseModel):
     packages: Versions
     apt: AptSpec
     nccl_tests: NcclTestsSpec
+    #: container images that go with this OS image, by role (``training``: the production
+    #: image the pool acceptance job runs, bringup.workload)
+    containers: dict[str, str] = Field(default_factory=dict)
 
     def pins_of(self, component: str) -> dict[str, str]:
         """Debian package -> exact apt version, for one component (driver, nccl...)."""

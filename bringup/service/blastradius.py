@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bringup.lifecycle.engine import LifecycleError, State, parse_state
 from bringup.resources import data_file
+from bringup.service.findings import FindingClasses
 from bringup.yamlio import load_file, validation_error
 
 Action = Literal["quarantine", "drain"]
@@ -110,6 +111,8 @@ class GuardPolicy(BaseModel):
     blast_radius: BlastRadius
     repeat_offender: RepeatOffender
     texts: Texts
+    #: the class of each finding code: only the counted classes make a repeat offender
+    finding_classes: FindingClasses = Field(default_factory=FindingClasses)
 
 
 def load_policy(path: Path | None = None) -> GuardPolicy:

@@ -98,11 +98,95 @@ def record_refusals(ctx: Context, decisions: Iterable[Decision]) -> list[str]:
     return [d.node for d in refused]
 
 
+#: the head of the journal entry that gives a quarantine its finding class
+CLASS_HEAD = "## Quarantine finding class: "
+#: a class entry belongs to the quarantine it follows within this long
+_CLASS_WITHIN_S = 900.0
+
+
+def quarantine_codes(ctx: Context, rec) -> list[str]:
+    """The finding codes of the quarantine ``rec`` just entered: the burn-in verdict's
+    reasons that its recorded reason names (a quarantine by another step has none)."""
+    fields = getattr(rec, "custom_fields", None) or {}
+    reason = str(fields.get("bringup_reason") or "")
+    if not reason or not ctx.evidence.has(fields, "verdict"):
+        return []
+    doc = ctx.evidence.get(rec.name, fields, "verdict")
+    return [str(r.get("code")) for r in doc.get("reasons") or []
+            if isinstance(r, dict) and r.get("message") and str(r["message"]) in reason]
+
+
+def lives(changes: Iterable[tuple[str, str]]) -> list[tuple[datetime, str]]:
+    """Each quarantine as (when, the life it ended): ``forced`` when it came before the node
+    served again after an operator's forced re-test (entering ``planned`` after the node's
+    first stage), ``repair`` when it came before the node served again after a repair
+    (``inspection -> provisioned``), else ``""``. A forced re-test's outcome does not count
+    towards inspection; a repaired node that fails goes back to inspection."""
+    out: list[tuple[datetime, str]] = []
+    life, previous = "", None
+    for i, (at, stage) in enumerate(changes):
+        try:
+            state = parse_state(stage)
+        except LifecycleError:
+            continue
+        if state == State.PLANNED:
+            life = "forced" if i > 0 else ""
+        elif state == State.PROVISIONED and previous == State.INSPECTION:
+            life = "repair"
+        elif state == State.ACTIVE:
+            life = ""
+        elif state == State.QUARANTINED:
+            out.append((_when(at), life))
+        previous = state
+    return out
+
+
+def class_marks(entries: Iterable[dict]) -> list[tuple[datetime, bool]]:
+    """(when, counted) of each quarantine's class entry in a node's journal."""
+    out = []
+    for e in entries:
+        text = str(e.get("comments") or "")
+        if text.startswith(CLASS_HEAD) and e.get("created"):
+            out.append((_when(str(e["created"])), "(counted" in text.splitlines()[0]))
+    return out
+
+
+def _counted(at: datetime, marks: list[tuple[datetime, bool]]) -> bool:
+    """A past quarantine counts unless its class entry says it does not (one from before
+    the classes were recorded counts, as it always did)."""
+    for when, counted in marks:
+        if 0 <= (when - at).total_seconds() <= _CLASS_WITHIN_S:
+            return counted
+    return True
+
+
 def repeat_offender(ctx: Context, rec, *, at: datetime | None = None, policy: GuardPolicy | None = None) -> str | None:
-    """After ``rec`` was quarantined: why it goes to hardware inspection (its quarantines in
-    the repeat-offender window, this one included, reached the policy's count), else None."""
+    """After ``rec`` was quarantined: why it goes to hardware inspection (its counted
+    quarantines in the repeat-offender window, this one included, reached the policy's
+    count), else None. Counted: quarantines whose findings are of a counted class
+    (hardware), outside a forced re-test. A repaired node that fails its re-test goes back
+    to inspection whatever the count. The quarantine's class is journaled."""
     from bringup.service.blastradius import followup
+    policy = policy or load_policy()
+    classes = policy.finding_classes
     changes = ctx.netbox.stage_changes([rec.id]).get(rec.id, [])
-    _, quarantines = events_of(rec.name, changes)
-    f = followup(rec.name, quarantines, at or datetime.now(UTC), policy or load_policy())
+    ended = lives(changes)
+    codes = quarantine_codes(ctx, rec)
+    cls = classes.classify(codes)
+    life = ended[-1][1] if ended else ""
+    counted = classes.counted(cls) and life != "forced"
+    why = {"forced": "an operator's forced re-test: its outcome is the operator's to judge",
+           "repair": "the re-test after a repair failed: back to hardware inspection"}.get(life) or (
+        "counts towards hardware inspection" if counted else f"a {cls} finding: fix it, no hardware inspection")
+    marks = class_marks(ctx.netbox.journal_entries(rec.id))
+    ctx.netbox.journal(rec.id, f"{CLASS_HEAD}{cls} ({'counted' if counted else 'not counted'})\n\n"
+                               f"Findings: {', '.join(codes) or 'none named'}; {why}.\n", kind="info")
+    if life == "repair":
+        return f"{rec.name} failed its re-test after a repair: back to hardware inspection"
+    if not counted:
+        return None
+    quarantines = [Event(rec.name, when, "quarantine") for when, lived in ended[:-1]
+                   if lived != "forced" and _counted(when, marks)]
+    quarantines.append(Event(rec.name, ended[-1][0] if ended else (at or datetime.now(UTC)), "quarantine"))
+    f = followup(rec.name, quarantines, at or datetime.now(UTC), policy)
     return f.message if f.then == "inspection" else None

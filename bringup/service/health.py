@@ -29,6 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bringup.resources import data_file
+from bringup.service.findings import Effect, FindingClass
 from bringup.yamlio import load_file, validation_error
 
 Severity = Literal["critical", "warning"]
@@ -50,6 +51,12 @@ class WatchPolicy(BaseModel):
     signals: dict[str, SignalRule]
     ib_error_counters: list[str]
     conditions: dict[str, Severity]
+    #: the quarantine taint's effect per finding class (bringup.service.findings)
+    taint_effects: dict[FindingClass, Effect] = Field(default_factory=dict)
+
+    def effect(self, cls: FindingClass) -> Effect:
+        """The taint effect for a finding of class ``cls`` (NoSchedule when the file says none)."""
+        return self.taint_effects.get(cls, "NoSchedule")
 
     def rule(self, code: str) -> SignalRule:
         try:

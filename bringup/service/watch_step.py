@@ -36,6 +36,8 @@ class Look:
     seconds: float = 0.0
     #: why the look could not be taken at all (SSH down, agent missing): a warning, never health
     error: str = ""
+    #: the site's health owner when it is not bringup: the findings are recorded, never acted on
+    deferred_to: str = ""
 
     @property
     def critical(self) -> list[Signal]:
@@ -94,5 +96,36 @@ def look(ctx: Context, rec: NodeRecord, policy: WatchPolicy, fatal_xids: list[in
         # the snapshot's index entry is a field of the node, written like the lifecycle's
         # (the flow holds the node's lease meanwhile); the stage is not touched
         records.write(rec, fields={"bringup_evidence": records.put_evidence(rec, [out.evidence()])})
+        owner = getattr(ctx.settings, "health_owner", "bringup")
+        if out.critical and owner != "bringup":
+            out.deferred_to = owner
+            records.journal(rec, deferral(owner, out.critical), kind="warning")
     out.seconds = time.monotonic() - started
     return out
+
+
+def deferral(owner: str, signals: list[Signal]) -> str:
+    """The journal entry of critical findings left to the site's health owner."""
+    return (f"## Health watch: finding recorded, not acted on\n\nThe site's health owner is {owner} "
+            "(settings: health_owner): bringup records this finding and does not cordon, taint or drain "
+            "the node for it.\n\n" + "\n".join(f"- {s.message}" for s in signals) + "\n")
+
+
+def taint_effect(ctx: Context, rec: NodeRecord) -> str:
+    """The quarantine taint's effect for what ``rec`` was just taken out of service for:
+    the class of its findings (the health look's critical signals when the health watch
+    took it out, else the burn-in verdict's reasons) by ``healthwatch.yaml``'s
+    ``taint_effects``. What cannot be read is NoSchedule, the cordon's own effect."""
+    from bringup.service.blastradius import load_policy as guard_policy
+    from bringup.service.guard import quarantine_codes
+    from bringup.service.health import load_policy
+    fields = getattr(rec, "custom_fields", None) or {}
+    try:
+        if str(fields.get("bringup_reason") or "").startswith("health watch:") and ctx.evidence.has(fields, KIND):
+            doc = ctx.evidence.get(rec.name, fields, KIND)
+            codes = [str(s.get("code")) for s in doc.get("signals") or [] if s.get("severity") == "critical"]
+        else:
+            codes = quarantine_codes(ctx, rec)
+        return load_policy().effect(guard_policy().finding_classes.classify(codes))
+    except BringupError:
+        return "NoSchedule"

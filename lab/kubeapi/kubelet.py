@@ -18,6 +18,9 @@ For each such pod it:
 * reports ``terminated`` with the exit code (reason ``Completed`` or ``Error``) and the
   phase ``Succeeded`` or ``Failed``.
 
+Jobs and Kueue admission (``jobs.py``) run first in each tick: the pods they make are run
+here like any other.
+
 What the kubelet does for the node itself (cordon Events, node Lease, the Node Problem
 Detector's conditions) is in ``nodeagent.py``, run from the same loop.
 
@@ -44,6 +47,7 @@ from typing import Any
 import paramiko
 
 from . import events
+from .jobs import JobController
 from .nodeagent import NodeAgent
 from .resources import find
 from .store import Store, now_rfc3339
@@ -133,6 +137,7 @@ class Kubelet:
         self.busy: set[tuple[str, str]] = set()
         self.retry_at: dict[tuple[str, str], float] = {}
         self.agent = NodeAgent(store, self.endpoints)
+        self.jobs = JobController(store)  # Jobs and Kueue admission: their pods are ours to run
         self._lock = threading.Lock()
         # admission is one pod at a time, as the kubelet's: two pods arriving together must
         # not each count the other and both be refused
@@ -151,7 +156,7 @@ class Kubelet:
                           ignore_errors=True)
         if res.plural == "nodes":
             self.agent.on_node_write(old, new)
-        if res.plural in ("pods", "nodes"):
+        if res.plural in ("pods", "nodes", "jobs", "localqueues", "clusterqueues"):
             self.wake.set()
 
     def _lost_on_restart(self) -> None:
@@ -178,6 +183,7 @@ class Kubelet:
                 log.exception("kubelet tick failed")
 
     def tick(self) -> None:
+        self.jobs.tick()
         pods, _ = self.store.list(PODS, None, lambda p: runs_here(p)
                                   and (p.get("status") or {}).get("phase") == "Pending")
         now = time.monotonic()

@@ -1,6 +1,6 @@
 """The resource types the stand-in serves, and the discovery documents built from them.
 
-Only what the bringup adapter, ``kubeadm join`` and ``kubectl`` (get / label / taint /
+Only what the bringup adapter (and the pool acceptance run's Jobs and Kueue queues), ``kubeadm join`` and ``kubectl`` (get / label / taint /
 cordon / drain / logs / describe / get events / get -w) use. Field selectors per resource are those the real server indexes.
 """
 
@@ -52,9 +52,17 @@ RESOURCES: list[Resource] = [
     Resource("coordination.k8s.io", "v1", "leases", "Lease", True, (), frozenset(_META)),
     Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",),
              frozenset(_META), ("status",)),
+    # the pool acceptance job (jobs.py): batch Jobs and Kueue's queues and Workloads
+    Resource("batch", "v1", "jobs", "Job", True, (), frozenset(_META | {"status.successful"}), ("status",)),
+    Resource("kueue.x-k8s.io", "v1beta1", "clusterqueues", "ClusterQueue", False, ("cq",), frozenset(_META),
+             ("status",)),
+    Resource("kueue.x-k8s.io", "v1beta1", "localqueues", "LocalQueue", True, ("lq",), frozenset(_META),
+             ("status",)),
+    Resource("kueue.x-k8s.io", "v1beta1", "workloads", "Workload", True, ("wl",), frozenset(_META), ("status",)),
+    Resource("kueue.x-k8s.io", "v1beta1", "resourceflavors", "ResourceFlavor", False, ("rf",), frozenset(_META)),
 ]
 
-GROUPS = {"apps": "v1", "policy": "v1", "coordination.k8s.io": "v1"}
+GROUPS = {"apps": "v1", "policy": "v1", "coordination.k8s.io": "v1", "batch": "v1", "kueue.x-k8s.io": "v1beta1"}
 
 
 def find(group: str, version: str, plural: str) -> Resource | None:

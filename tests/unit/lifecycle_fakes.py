@@ -34,6 +34,7 @@ class MemoryRecords(leases.LeaseOps):
         #: called between a compare-and-swap's read and its write (a test's rival run)
         self.between: Any = None
         self.conflicts = 0
+        self.refreshes = 0
 
     def node(self, name: str) -> FakeNode:
         n = self.nodes[name]
@@ -69,6 +70,14 @@ class MemoryRecords(leases.LeaseOps):
             verdict = "held"
         return NodeReport(node=node.name, rack=node.rack, verdict=verdict, stage=node.stage,
                           reasons=[r for r in reason.split("; ") if r])
+
+    def refresh(self, node) -> Any:
+        """As NetBoxRecords.refresh: the changing part brought up to date in place."""
+        self.refreshes += 1
+        n = self.nodes[node.name]
+        node.stage, node.status, node.tags = n.stage, n.status, list(n.tags)
+        node.custom_fields = dict(n.custom_fields)
+        return n.custom_fields.get(leases.FIELD)
 
     # --- the lease, by compare-and-swap on the node's version, as NetBox's If-Match ---------
     def lease(self, node) -> Any:

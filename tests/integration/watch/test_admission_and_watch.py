@@ -221,19 +221,39 @@ def test_the_drained_node_is_reburned_and_stays_out_with_the_xid(commissioned, l
     assert rec.stage == "quarantined" and "79" in (rec.custom_fields.get("bringup_reason") or "")
 
 
-def test_quarantined_again_within_a_month_goes_to_hardware_inspection(commissioned, lab):
-    """An operator forces the quarantined node through once more; its XID quarantines it a
-    second time within the repeat-offender window (guard.yaml: 2 in 30 days), so it goes
-    to hardware inspection instead of waiting for another re-burn-in."""
+def test_a_forced_re_test_is_journaled_with_who_asked_and_does_not_count(commissioned, lab, monkeypatch):
+    """An operator forces the quarantined node through once more; its XID quarantines it
+    again, but a forced re-test's outcome does not count towards hardware inspection (issue
+    #27: only hardware findings outside a forced re-test count), and the journal says who
+    asked for it and the quarantine's finding class."""
     from flows import runtime
     from flows.commission import commission
+    monkeypatch.setenv("BRINGUP_OPERATOR", "it-operator")
     runtime.forget()
     rows = commission(nodes=["wt-n01"], force=True, config=lab.path, batches=0)
     rec = nodes(lab)["wt-n01"]
-    assert rec.stage == "inspection" and rec.status == "failed", (rec.stage, rows)
-    reason = rec.custom_fields.get("bringup_reason") or ""
-    assert "quarantined 2 times" in reason and "79" in reason, reason
+    assert rec.stage == "quarantined" and rec.status == "failed", (rec.stage, rows)
+    assert "79" in (rec.custom_fields.get("bringup_reason") or "")
     journal = [e["comments"] for e in lab.nb.journal_entries(rec.id)]
-    assert any("Marked for hardware inspection" in t for t in journal)
-    # never admitted again: the cluster keeps it cordoned
-    assert kube(lab).node_state("wt-n01").unschedulable
+    assert any(t.startswith("## Forced re-test") and "Asked by it-operator" in t for t in journal)
+    assert any(t.startswith("## Quarantine finding class: hardware (not counted)") for t in journal), journal[-3:]
+    assert not any("Marked for hardware inspection" in t for t in journal)
+    # never admitted again: the cluster keeps it cordoned, by bringup (its marks say so)
+    st = kube(lab).node_state("wt-n01")
+    assert st.unschedulable and st.annotations.get("bringup.io/cordon-by") == "bringup"
+
+
+def test_a_hand_cordoned_node_stays_cordoned_and_reconcile_names_its_holder(commissioned, lab):
+    """A serving node cordoned by hand (kubectl) is never uncordoned by bringup: reconcile
+    keeps it, names who holds it, and NetBox says so (issue #27, item 1)."""
+    from flows import runtime
+    from flows.reconcile import reconcile
+    kubectl(lab, "cordon", "wt-n03")
+    runtime.forget()
+    rows = {r["node"]: r for r in reconcile(site=SITE, config=lab.path)}
+    assert "a person or another system" in rows["wt-n03"]["held by"], rows.get("wt-n03")
+    assert rows["wt-n03"]["action"].startswith("none")
+    assert kube(lab).node_state("wt-n03").unschedulable
+    rec = nodes(lab)["wt-n03"]
+    assert rec.stage == "active" and (rec.custom_fields.get("bringup_reason") or "").startswith(
+        "cordoned outside bringup, held by a person")

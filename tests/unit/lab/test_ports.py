@@ -22,6 +22,7 @@ def _test_ports(monkeypatch) -> dict[str, int]:
         for role in ports.NETBOX_ROLES:
             found[f"netbox-{role}@{slot}"] = ports.netbox_port(role)
         found[f"prefect@{slot}"] = ports.PREFECT_BASE + slot
+        found[f"workload-kube@{slot}"] = ports.workload_kube_port()
     for name, fp in ports.FLEETS.items():
         found[f"{name}-kube"] = int(fp.kube_listen.rsplit(":", 1)[1])
         found[f"{name}-seeds"] = int(fp.seed_listen.rsplit(":", 1)[1])

@@ -107,7 +107,7 @@ def test_a_slow_lease_read_counts_the_runs_own_last_renewal(clock):
     stale = rec.lease(rec.node("n1"))
     assert lc.renew("n1", A.holder) is None
     clock.advance(20)
-    rec.lease = lambda node: stale   # the answer NetBox gave before it applied the renewal
+    rec.refresh = lambda node: stale   # the answer NetBox gave before it applied the renewal
     assert lc.run_step("n1", State.DISCOVERED, "configure", holder=A.holder).state == "provisioned"
 
 

@@ -141,9 +141,13 @@ class FakeDeviceAPI:
         self.between = None   # called before a PATCH is answered: a rival write
         self.base_url, self.token = "http://nb.test/api", "nbt_abc.secret"
         self.http_session = self
+        self.params: list = []
 
-    def request(self, method, url, json=None, headers=None):
+    def request(self, method, url, json=None, headers=None, params=None):
         self.sent.append((method, url, dict(headers or {}), json))
+        self.params.append(params)
+        # NetBox's ?fields= limits what it serializes *and* what a write accepts
+        wanted = set((params or {}).get("fields", "").split(",")) - {""}
         tag = {"ETag": f'W/"v{self.version}"'} if self.etag else {}
         if method == "PATCH":
             if self.between:
@@ -151,11 +155,13 @@ class FakeDeviceAPI:
             if headers.get("If-Match") != f'W/"v{self.version}"':
                 return SimpleNamespace(ok=False, status_code=412, text='{"detail": "Precondition failed."}',
                                        headers=tag)
-            self.fields.update(json["custom_fields"])
+            if not wanted or "custom_fields" in wanted:
+                self.fields.update(json["custom_fields"])
             self.version += 1
             tag = {"ETag": f'W/"v{self.version}"'}
-        return SimpleNamespace(ok=True, status_code=200, headers=tag, text="",
-                               json=lambda: {"id": 7, "custom_fields": dict(self.fields)})
+        doc = {"id": 7, "status": {"value": "planned"}, "tags": [{"slug": "pool-a"}], "custom_fields": dict(self.fields)}
+        doc = {k: v for k, v in doc.items() if not wanted or k in wanted}
+        return SimpleNamespace(ok=True, status_code=200, headers=tag, text="", json=lambda: doc)
 
 
 def test_adapter_reads_the_etag_and_writes_with_if_match():
@@ -168,6 +174,10 @@ def test_adapter_reads_the_etag_and_writes_with_if_match():
     assert (method, url) == ("PATCH", "http://nb.test/api/dcim/devices/7/")
     assert headers["If-Match"] == 'W/"v1"' and headers["Authorization"] == "Bearer nbt_abc.secret"
     assert body == {"custom_fields": {"bringup_lease": {"holder": "h"}}}
+    assert api.fields["bringup_lease"] == {"holder": "h"}   # the field list let the write through
+    # both answers are the small ones: the read names what it needs, the write what it sent
+    assert api.params[0] == {"fields": "id,status,tags,custom_fields"}
+    assert api.params[-1] == {"fields": "id,custom_fields"}
     with pytest.raises(NetBoxPreconditionFailed) as err:   # stale version: 412
         nb.set_fields_if_match(7, {"bringup_lease": None}, etag)
     assert not err.value.transient   # a lost race is decided again, never retried blindly

@@ -22,6 +22,7 @@ class Rec:
     name: str
     site: str = "east"
     pool: dict = field(default_factory=lambda: {"name": "train"})
+    custom_fields: dict = field(default_factory=dict)
 
 
 class FakeNetBox:
@@ -37,9 +38,17 @@ class FakeNetBox:
     def journal(self, node_id, comments, kind="info"):
         self.journaled.append((node_id, kind, comments))
 
+    def journal_entries(self, node_id):
+        return [{"comments": c, "kind": k, "created": NOW.isoformat()} for i, k, c in self.journaled if i == node_id]
+
+
+class NoEvidence:
+    def has(self, custom_fields, kind):
+        return False
+
 
 def ctx_with(recs, changes):
-    return SimpleNamespace(netbox=FakeNetBox(recs, changes))
+    return SimpleNamespace(netbox=FakeNetBox(recs, changes), evidence=NoEvidence())
 
 
 COMMISSIONED = [(ago(600), "planned"), (ago(500), "active")]

@@ -39,9 +39,9 @@ class FakeCluster:
             return NodeState(name=name, exists=False)
         return NodeState(name=name, exists=True, ready=True, unschedulable=n["unschedulable"], taints=n["taints"])
 
-    def quarantine(self, name: str, reason: str) -> QuarantineResult:
+    def quarantine(self, name: str, reason: str, effect: str = "NoSchedule") -> QuarantineResult:
         self._api(f"quarantine {name}")
-        taint = Taint(key=QUARANTINE_KEY, value="x", effect="NoSchedule")
+        taint = Taint(key=QUARANTINE_KEY, value="x", effect=effect)
         if name not in self.nodes:
             return QuarantineResult(node=name, applied=False, taint=taint, message="never joined")
         if self.deaf:
@@ -103,7 +103,7 @@ def test_isolate_gives_up_after_its_time_with_the_last_error():
 
 def test_isolate_stops_at_once_when_our_credentials_are_refused():
     class Refused(FakeCluster):
-        def quarantine(self, name, reason):
+        def quarantine(self, name, reason, effect="NoSchedule"):
             raise KubeAuthError("403 forbidden")
     clock = Clock()
     with pytest.raises(KubeAuthError):
@@ -119,7 +119,7 @@ def test_isolate_retries_update_conflicts():
     class Busy(FakeCluster):
         left = 2
 
-        def quarantine(self, name, reason):
+        def quarantine(self, name, reason, effect="NoSchedule"):
             if self.left:
                 self.left -= 1
                 raise KubeConflictError("kept changing")
@@ -160,7 +160,7 @@ def test_quarantine_writes_netbox_before_touching_the_cluster_and_survives_it_be
     assert [r.as_dict() for r in rows] == [{"node": "n1", "netbox": "quarantined",
                                             "kubernetes before": "schedulable, untainted",
                                             "action": "cordon and taint", "kubernetes after": "cordoned, tainted",
-                                            "error": ""}]
+                                            "held by": "bringup", "error": ""}]
 
 
 # --- reconcile: the table ------------------------------------------------------------------------

@@ -1,0 +1,95 @@
+"""Benchmark: what one request of each kind the pipeline sends costs NetBox, in CPU.
+
+    .venv/bin/bringup lab up && .venv/bin/bringup lab seed      # a NetBox with a seeded fleet
+    .venv/bin/python bench/netbox_requests.py [--repeat 20]
+
+It sends each request ``--repeat`` times to the lab's NetBox (settings from
+``BRINGUP_CONFIG``, else the lab's) and reads the CPU time NetBox's gunicorn processes and
+PostgreSQL spent meanwhile from ``/proc``: CPU time, unlike latency, barely moves when the
+machine is busy. Every request on the device and interface endpoints pays for NetBox
+building its filter set (hundreds of filters) before any row is read, so the number of
+such requests per node, not their size, is what a commission costs NetBox
+(docs/benchmarks.md). One line per kind:
+``netbox_request: KIND netbox_ms N postgres_ms P wall_ms W``. The device it writes to
+gets its ``bringup_reason`` custom field set and cleared again (run it on the lab only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import requests
+
+
+def _pids(pattern: str) -> list[int]:
+    out = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True, check=False).stdout
+    return [int(p) for p in out.split()]
+
+
+def _cpu_s(pids: list[int]) -> float:
+    hz, total = os.sysconf("SC_CLK_TCK"), 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:   # a worker recycled meanwhile: its time is lost, not invented
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / hz
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=20)
+    args = ap.parse_args()
+    from bringup.settings import load_settings
+    config = os.environ.get("BRINGUP_CONFIG") or subprocess.run(
+        [".venv/bin/python", "-m", "lab.paths", "config"], capture_output=True, text=True, check=True).stdout.strip()
+    s = load_settings(config)
+    token = s.netbox_token()
+    api = s.netbox_url.rstrip("/") + "/api"
+    port = s.netbox_url.rstrip("/").rsplit(":", 1)[-1]
+    session = requests.Session()
+    session.headers.update({"Accept": "application/json",
+                            "Authorization": f"Bearer {token}" if token.startswith("nbt_") else f"Token {token}"})
+    first = session.get(f"{api}/dcim/devices/", params={"role": "gpu-server", "limit": 1}).json()["results"]
+    if not first:
+        raise SystemExit("NetBox has no GPU server: run `bringup lab seed` first")
+    did, name = first[0]["id"], first[0]["name"]
+    gunicorn = _pids(f"gunicorn --bind 127.0.0.1:{port}")
+    kinds = {
+        "node-read (device list by name)": lambda: session.get(f"{api}/dcim/devices/",
+                                                               params={"role": "gpu-server", "name": name, "limit": 0}),
+        "node-macs (its interfaces)": lambda: session.get(f"{api}/dcim/interfaces/", params={"device_id": did, "limit": 0}),
+        "device read, every field": lambda: session.get(f"{api}/dcim/devices/{did}/"),
+        "device read, status+tags+custom_fields": lambda: session.get(
+            f"{api}/dcim/devices/{did}/", params={"fields": "id,status,tags,custom_fields"}),
+        "device write (PATCH custom field)": lambda: session.patch(
+            f"{api}/dcim/devices/{did}/", params={"fields": "id,custom_fields"},
+            json={"custom_fields": {"bringup_reason": "bench/netbox_requests.py"}}),
+        "journal entry (POST)": lambda: session.post(f"{api}/extras/journal-entries/", json={
+            "assigned_object_type": "dcim.device", "assigned_object_id": did, "kind": "info",
+            "comments": "bench/netbox_requests.py"}),
+        "status (no model)": lambda: session.get(f"{api}/status/"),
+    }
+    for kind, send in kinds.items():
+        send()   # warm: the first request of a kind loads code and caches
+        nb0, pg0, t0 = _cpu_s(gunicorn), _cpu_s(_pids("postgres")), time.perf_counter()
+        for _ in range(args.repeat):
+            resp = send()
+            resp.raise_for_status()
+        n = args.repeat
+        # a PostgreSQL backend that ended meanwhile takes its time with it (NetBox opens one
+        # per request in the lab, CONN_MAX_AGE 0): postgres_ms is a lower bound
+        nb, pg, wall = _cpu_s(gunicorn) - nb0, max(0.0, _cpu_s(_pids("postgres")) - pg0), time.perf_counter() - t0
+        print(f"netbox_request: {kind.replace(' ', '_')} netbox_ms {nb / n * 1000:.0f} "
+              f"postgres_ms {pg / n * 1000:.0f} wall_ms {wall / n * 1000:.0f}", flush=True)
+    session.patch(f"{api}/dcim/devices/{did}/", params={"fields": "id,custom_fields"},
+                  json={"custom_fields": {"bringup_reason": ""}})
+
+
+if __name__ == "__main__":
+    main()

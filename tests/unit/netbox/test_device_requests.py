@@ -1,0 +1,103 @@
+"""What the NetBox adapter sends for one device (issue #25): every request on NetBox's
+device endpoints costs it a few hundred ms of CPU, so a write is one PATCH (no read
+first), answers carry only the fields asked for, and a node's MACs are read only by the
+step that compares them."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from bringup.netbox.adapter import NetBox
+from bringup.sku import load_skus
+
+
+class Device:
+    """One device behind a stand-in session, with NetBox's ``?fields=`` rule: it limits
+    what is serialized *and* what a write accepts (a field left out is dropped silently)."""
+
+    def __init__(self) -> None:
+        self.doc = {"id": 7, "status": "planned", "tags": ["pool-a"], "custom_fields": {"bringup_stage": "planned"}}
+        self.sent: list[tuple[str, dict | None, dict | None]] = []
+        self.base_url, self.token, self.http_session = "http://nb.test/api", "nbt_abc.secret", self
+        self.dcim = SimpleNamespace(devices=SimpleNamespace(get=self._get))
+
+    def _get(self, node_id):   # pynetbox's devices.get: a full read
+        self.sent.append(("GET(full)", None, None))
+        return SimpleNamespace(tags=[SimpleNamespace(slug=t) for t in self.doc["tags"]])
+
+    def request(self, method, url, json=None, headers=None, params=None):
+        self.sent.append((method, params, json))
+        wanted = set((params or {}).get("fields", "").split(",")) - {""}
+        if method == "PATCH":
+            for key, value in (json or {}).items():
+                if wanted and key not in wanted:
+                    continue
+                if key == "custom_fields":
+                    self.doc["custom_fields"].update(value)
+                elif key == "tags":
+                    self.doc["tags"] = [t["slug"] for t in value]
+                else:
+                    self.doc[key] = value
+        out = {k: v for k, v in self.doc.items() if not wanted or k in wanted}
+        out = {**out, "tags": [{"slug": t} for t in out.get("tags", [])]} if "tags" in out else out
+        return SimpleNamespace(ok=True, status_code=200, headers={"ETag": 'W/"v1"'}, text="", json=lambda: out)
+
+
+def test_a_write_is_one_patch_that_netbox_takes_whole():
+    dev = Device()
+    NetBox(dev).update_node(7, stage="discovered", status="staged", fields={"bringup_reason": "x"},
+                            add_tags=["reburnin"], tags=["pool-a"])
+    assert [m for m, _, _ in dev.sent] == ["PATCH"]
+    (_, params, body) = dev.sent[0]
+    assert set(params["fields"].split(",")) == {"id", *body}   # every field sent is one NetBox accepts
+    assert dev.doc["status"] == "staged" and dev.doc["tags"] == ["pool-a", "reburnin"]
+    assert dev.doc["custom_fields"] == {"bringup_stage": "discovered", "bringup_reason": "x"}
+
+
+def test_a_change_of_tags_without_the_tags_known_reads_them_first():
+    dev = Device()
+    NetBox(dev).update_node(7, remove_tags=["pool-a"], add_tags=["quarantine"])
+    assert [m for m, _, _ in dev.sent] == ["GET(full)", "PATCH"]
+    assert dev.doc["tags"] == ["quarantine"]
+
+
+def test_nothing_to_write_sends_nothing():
+    dev = Device()
+    NetBox(dev).update_node(7)
+    assert dev.sent == []
+
+
+def test_the_small_read_brings_status_tags_and_fields():
+    dev = Device()
+    state = NetBox(dev).device_state(7)
+    assert dev.sent == [("GET", {"fields": "id,status,tags,custom_fields"}, None)]
+    assert (state.etag, state.status, state.tags) == ('W/"v1"', "planned", ["pool-a"])
+    assert state.custom_fields == {"bringup_stage": "planned"}
+
+
+class Listing:
+    """pynetbox's device and interface listings, counting the requests."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        dev = SimpleNamespace(id=7, name="n1", rack=SimpleNamespace(name="r1"), site=SimpleNamespace(slug="s"),
+                              config_context={"bringup": load_skus()["hgx-h100-80gb"].model_dump()},
+                              custom_fields={}, status="planned", oob_ip=None, primary_ip4=None,
+                              serial="", url="http://nb.test/api/dcim/devices/7/", tags=[])
+        itf = SimpleNamespace(name="cx0", device=SimpleNamespace(id=7),
+                              primary_mac_address=SimpleNamespace(mac_address="02:00:00:00:00:0A"))
+        self.dcim = SimpleNamespace(devices=SimpleNamespace(filter=lambda **kw: self._list("devices", [dev])),
+                                    interfaces=SimpleNamespace(filter=lambda **kw: self._list("interfaces", [itf])))
+
+    def _list(self, what, rows):
+        self.calls.append(what)
+        return rows
+
+
+def test_a_node_read_without_macs_skips_the_interfaces_and_says_so():
+    api = Listing()
+    (rec,) = NetBox(api).nodes(names=["n1"], macs=False)
+    assert api.calls == ["devices"] and rec.macs is None   # None: not read, never "no MACs"
+    (rec,) = NetBox(api).nodes(names=["n1"])
+    assert rec.macs == {"cx0": "02:00:00:00:00:0a"}
+    assert NetBox(api).macs(7) == {"cx0": "02:00:00:00:00:0a"}
