@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bringup.errors import KubeNotFoundError, ParseError
 from bringup.kube.adapter import KubeAdapter
+from bringup.kube.models import _Condition  # the same status condition a Node reports
 from bringup.kube.pods import pod_log
 
 INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
@@ -42,17 +43,9 @@ class PodView:
     phase: str = ""
 
 
-class _Cond(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    type: str
-    status: str
-    reason: str = ""
-    message: str = ""
-
-
 class _JobStatus(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    conditions: list[_Cond] = Field(default_factory=list)
+    conditions: list[_Condition] = Field(default_factory=list)
 
 
 class _JobSpec(BaseModel):
