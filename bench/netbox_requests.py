@@ -41,10 +41,18 @@ def _cpu_s(pids: list[int]) -> float:
     return total / hz
 
 
+def _graphql(session: requests.Session, api: str, q: tuple[str, dict]) -> requests.Response:
+    resp = session.post(api.removesuffix("/api") + "/graphql/", json={"query": q[0], "variables": q[1]})
+    if resp.ok and resp.json().get("errors"):   # GraphQL answers its refusals with 200
+        raise SystemExit(f"NetBox refused the GraphQL query: {resp.json()['errors']}")
+    return resp
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=20)
     args = ap.parse_args()
+    from bringup.netbox import graphql
     from bringup.settings import load_settings
     config = os.environ.get("BRINGUP_CONFIG") or subprocess.run(
         [".venv/bin/python", "-m", "lab.paths", "config"], capture_output=True, text=True, check=True).stdout.strip()
@@ -74,6 +82,12 @@ def main() -> None:
             "assigned_object_type": "dcim.device", "assigned_object_id": did, "kind": "info",
             "comments": "bench/netbox_requests.py"}),
         "status (no model)": lambda: session.get(f"{api}/status/"),
+        # the reads the pipeline repeats, as bringup.netbox.graphql sends them
+        "GraphQL node read (no interfaces)": lambda: _graphql(session, api, graphql.nodes_query(
+            "gpu-server", names=[name], macs=False)),
+        "GraphQL node read with interfaces": lambda: _graphql(session, api, graphql.nodes_query(
+            "gpu-server", names=[name], macs=True)),
+        "GraphQL device state": lambda: _graphql(session, api, graphql.state_query(did)),
     }
     for kind, send in kinds.items():
         send()   # warm: the first request of a kind loads code and caches

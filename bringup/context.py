@@ -34,7 +34,7 @@ class Context:
     def node(self, name: str) -> NodeRecord:
         """One node's record, without its MACs (``macs`` is ``None``): the step that compares
         them (discovery) reads them itself."""
-        return self.netbox.nodes(names=[name], macs=False)[0]
+        return self.netbox.nodes(names=[name])[0]
 
     @cached_property
     def evidence(self):

@@ -100,7 +100,7 @@ class SiteRuntime:
         from bringup.acceptance.thresholds import load_thresholds_file
         from bringup.service.health import load_policy
         from bringup.service.watch_step import look
-        (rec,) = self.ctx.netbox.nodes(names=[name], macs=False)   # a look compares no MACs
+        (rec,) = self.ctx.netbox.nodes(names=[name])   # a look compares no MACs
         return look(self.ctx, rec, load_policy(), load_thresholds_file().fatal_xids)
 
     def guard(self, requests: list[Request]) -> list[Decision]:

@@ -12,7 +12,9 @@ into a verdict:
 
 Every reason names the check, says what was seen and suggests a remediation. ``notes``
 hold what is reported but not judged: lifetime ECC counts that grew since the previous
-burn-in (the trend), serial mismatches when the data says they only warrant a note.
+burn-in (the trend), serial mismatches when the data says they only warrant a note, and
+BMC serials that identify no GPU (placeholders, a board's serial shared by its GPUs), which
+are left out of the comparison.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from bringup.acceptance.gpu_serials import compare as compare_serials
 from bringup.acceptance.peers import FigureCheck
 from bringup.acceptance.peers import compare as compare_peers
 from bringup.acceptance.result import BurnInResult, CheckOutcome, Finding
@@ -233,30 +236,25 @@ def _peer_outcomes(result: BurnInResult, thresholds: SkuThresholds, peers: Seque
 
 
 def _serial_reasons(result: BurnInResult, thresholds: SkuThresholds,
-                    bmc_serials: Sequence[str]) -> tuple[list[Reason], list[Note]]:
-    """The BMC's GPU serials (recorded at discovery) against NVML's. Enumeration order
-    differs between the two, so they are compared as sets; how much a mismatch weighs is
-    data (``gpu_serial_mismatch`` in thresholds.yaml: fail, incomplete or info)."""
+                    bmc_serials: Sequence[str | None]) -> tuple[list[Reason], list[Note]]:
+    """The BMC's GPU serials (recorded at discovery) against NVML's (:mod:`.gpu_serials`);
+    how much a difference weighs is data (``gpu_serial_mismatch`` in thresholds.yaml: fail,
+    incomplete or info). BMC serials that identify no GPU (placeholders, a board's serial)
+    are not compared: a note says so, never a mismatch."""
     if result.check("inventory") is None:
         return [], []  # the missing inventory check is its own reason
-    nvml = [s for s in result.serials() if s and str(s).strip() not in ("", "N/A", "[N/A]")]
-    bmc = [str(s) for s in bmc_serials if s]
-    only_bmc = sorted(set(bmc) - set(nvml))
-    only_nvml = sorted(set(nvml) - set(bmc))
-    if not only_bmc and not only_nvml:
-        return [], []
-    parts = []
-    if only_nvml:
-        parts.append(f"NVML reports {', '.join(only_nvml)} that the BMC did not at discovery")
-    if only_bmc:
-        parts.append(f"the BMC reported {', '.join(only_bmc)} that NVML does not")
-    msg = "GPU serials differ from discovery: " + "; ".join(parts)
+    cmp = compare_serials(result.serials(), bmc_serials)
+    notes = [Note(check="inventory", code="gpu_serial_not_compared", message=cmp.not_compared)
+             ] if cmp.not_compared else []
+    msg = cmp.mismatch
+    if msg is None:
+        return [], notes
     severity = str(thresholds.value("gpu_serial_mismatch", "fail"))
     if severity == "info":
-        return [], [Note(check="inventory", code="gpu_serial_mismatch", message=msg)]
+        return [], [*notes, Note(check="inventory", code="gpu_serial_mismatch", message=msg)]
     return [Reason(check="inventory", code="gpu_serial_mismatch", message=msg,
                    remediation=remediation("gpu_serial_mismatch"),
-                   blocking="incomplete" if severity == "incomplete" else "fail")], []
+                   blocking="incomplete" if severity == "incomplete" else "fail")], notes
 
 
 def _ibstat_reasons(result: BurnInResult, thresholds: SkuThresholds) -> tuple[list[Reason], list[Note]]:
@@ -302,7 +300,7 @@ def _trend_notes(result: BurnInResult, previous: dict[str, Any]) -> list[Note]:
 
 
 def judge(result: BurnInResult, thresholds: SkuThresholds,
-          peers: Sequence[BurnInResult] | None = None, *, bmc_serials: Sequence[str] | None = None,
+          peers: Sequence[BurnInResult] | None = None, *, bmc_serials: Sequence[str | None] | None = None,
           previous_ecc: dict[str, Any] | None = None, baseline: dict[str, Any] | None = None) -> Verdict:
     """``peers``: other nodes' results or ``(name, document)`` pairs (None: not compared);
     ``baseline``: figures of the node's last accepted burn-in (``{}``: none yet; None: not

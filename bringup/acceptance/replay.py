@@ -59,13 +59,15 @@ def _nccl(text: str, sku: SkuSpec | None) -> tuple[list[dict[str, Any]], dict[st
     parsed = nccl.parse_nccl_run(text)
     values, th = _values(sku)
     k = int(values.get("busbw_largest_sizes", 2))
-    busbw = nccl.busbw_at_largest(parsed, k)
+    # a run that died or was cut is judged by that alone: its rows measure no bandwidth
+    done = nccl.finished(parsed)
+    busbw = nccl.busbw_at_largest(parsed, k) if done else None
     limits = values.get("nccl_error_limits") or {}
     err = nccl.error_figures(parsed, limits)
     found = nccl.assess(parsed, limits)
     gate = values.get("min_busbw_gbps") if th is not None else None
     if busbw is None:
-        pass  # no row: the run's failure is the finding
+        pass  # no row, or a run that did not finish: its failure or cut is the finding
     elif gate is not None and busbw < float(gate):
         found.append({"code": "busbw_low", "severity": "fail",
                       "message": f"busbw {busbw:.2f} GB/s at the {k} largest sizes, below the {th.sku} gate "
@@ -76,7 +78,7 @@ def _nccl(text: str, sku: SkuSpec | None) -> tuple[list[dict[str, Any]], dict[st
     figures = {"busbw_gbps": busbw, "rows": len(parsed["rows"]), "wrong": nccl.wrong_total(parsed),
                "oob_values": parsed["oob_values"], "error_max": err["max"], "validated": parsed["validated"],
                "layout": parsed["layout"], "avg_busbw": parsed["avg_busbw"],
-               "busbw_sizes": nccl.largest_sizes(parsed, k), "complete": parsed["complete"],
+               "busbw_sizes": nccl.largest_sizes(parsed, k) if done else [], "complete": parsed["complete"],
                "failures": parsed["failures"][:10] + parsed["launcher_failures"][:10]}
     return found, figures
 

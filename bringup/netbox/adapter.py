@@ -13,7 +13,7 @@ MAC addresses are objects of their own (``dcim.mac_addresses``) and an interface
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import logging
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,10 +30,14 @@ from bringup.errors import (
     NetBoxUnavailable,
     NotFoundError,
 )
+from bringup.netbox import graphql
+from bringup.netbox.devices import DeviceState, NodeRecord  # importers find them here too
+from bringup.netbox.devices import choice_value as _value
+from bringup.netbox.devices import node_record as _record
 from bringup.netbox.http_retry import CONNECT_TIMEOUT_S, HTTP_RETRIES, READ_TIMEOUT_S, retry_policy
-from bringup.sku import SkuSpec
 
 DEVICE_ROLE = "gpu-server"
+log = logging.getLogger(__name__)
 
 
 def connect(url: str, token: str, *, timeout: float | tuple[float, float] = (CONNECT_TIMEOUT_S, READ_TIMEOUT_S),
@@ -91,48 +95,12 @@ def _guard(fn):
     return wrapper
 
 
-@dataclass
-class NodeRecord:
-    """What NetBox says a node should be, in plain data."""
-
-    id: int
-    name: str
-    site: str
-    rack: str
-    status: str
-    stage: str
-    sku: SkuSpec
-    pool: dict[str, Any]
-    #: interface -> MAC; ``None`` when read without them (:meth:`NetBox.nodes` ``macs=False``)
-    macs: dict[str, str] | None
-    bmc_address: str
-    address: str
-    serial: str
-    custom_fields: dict[str, Any]
-    url: str
-    tags: list[str]
-
-
-@dataclass
-class DeviceState:
-    """The part of a device a run changes, with the device's version (its ETag)."""
-
-    etag: str
-    status: str
-    tags: list[str]
-    custom_fields: dict[str, Any]
-
-
-def _value(v: Any) -> Any:
-    """A choice field's value, whether it came as ``{value, label}`` or a pynetbox object."""
-    if isinstance(v, dict) and "value" in v:
-        return v["value"]
-    return getattr(v, "value", v)
-
-
 class NetBox:
-    def __init__(self, api: pynetbox.api) -> None:
+    def __init__(self, api: pynetbox.api, *, graphql: bool | None = None) -> None:
+        """``graphql``: read devices through NetBox's GraphQL API (True), over REST only
+        (False), or find out at the first read (None: GraphQL unless NetBox refuses it)."""
         self.api = api
+        self._graphql = graphql
 
     # --- objects by natural key (the schema as code: bringup.netbox.schema_apply) -----------
     def _endpoint(self, endpoint: str):
@@ -162,13 +130,55 @@ class NetBox:
     # --- reading what a node should be ----------------------------------------------------
     @_guard
     def nodes(self, *, site: str | None = None, rack: str | None = None, tag: str | None = None,
-              names: list[str] | None = None, status: str | None = None, macs: bool = True) -> list[NodeRecord]:
+              names: list[str] | None = None, status: str | None = None, macs: bool = False) -> list[NodeRecord]:
         """The GPU servers matching the filters, with everything the pipeline needs.
-        ``macs=False`` leaves the interfaces unread (``NodeRecord.macs`` is ``None``): only
-        discovery compares MACs, and every request on NetBox's device and interface
-        endpoints costs it a few hundred ms of CPU (docs/benchmarks.md)."""
-        from bringup.sku import sku_from_context  # local: keeps the import graph flat
+        Their interfaces are read only when asked (``macs=True``); otherwise
+        ``NodeRecord.macs`` is ``None`` ("not read"): only discovery compares MACs. Read through GraphQL, one query, where NetBox serves it
+        (:mod:`bringup.netbox.graphql`: a fraction of the REST reads' CPU), else over REST."""
+        views = None
+        if self._graphql is not False:
+            views = self._graphql_views(graphql.nodes_query(DEVICE_ROLE, site=site, tag=tag, names=names, macs=macs))
+        if views is None:
+            views = self._rest_views(site=site, tag=tag, names=names, macs=macs)
+        if rack:  # rack names are unique per site only, so match the name on our side
+            views = [v for v in views if v["rack"] == rack]
+        if status:
+            views = [v for v in views if v["status"] == status]
+        if names:
+            missing = sorted(set(names) - {v["name"] for v in views})
+            if missing:
+                raise NotFoundError(f"NetBox has no GPU server named {', '.join(missing)}",
+                                    hint="check the names, or seed the fleet (`bringup lab seed`)")
+        return [_record(v) for v in views]
 
+    def _graphql_views(self, q: tuple[str, dict[str, Any]]) -> list[dict[str, Any]] | None:
+        """The devices a GraphQL query returns, as views; ``None`` when this NetBox does not
+        serve it (then, from now on, this adapter reads over REST)."""
+        token = self.api.token or ""
+        auth = f"Bearer {token}" if token.startswith("nbt_") else f"Token {token}"
+        web = self.api.base_url.rstrip("/").removesuffix("/api")
+        resp = self.api.http_session.request(
+            "POST", f"{web}/graphql/", json={"query": q[0], "variables": q[1]},
+            headers={"Accept": "application/json", "Content-Type": "application/json", "Authorization": auth})
+        if resp.status_code not in (200, 400, 404):
+            raise_for_status(resp.status_code, resp.text)
+        try:
+            doc = resp.json()
+        except ValueError:
+            doc = None
+        try:
+            rows = graphql.answer(resp.status_code, doc, resp.text)
+        except graphql.Unsupported as exc:
+            if self._graphql:  # it answered before: a refusal now is a fault, not a version
+                raise NetBoxRequestError(str(exc), hint="the GraphQL query and this NetBox disagree") from None
+            log.warning("%s; reading devices over REST (costs NetBox more CPU)", exc)
+            self._graphql = False
+            return None
+        self._graphql = True
+        return [graphql.device_view(r, web) for r in rows]
+
+    def _rest_views(self, *, site: str | None, tag: str | None, names: list[str] | None,
+                    macs: bool) -> list[dict[str, Any]]:
         filters: dict[str, Any] = {"role": DEVICE_ROLE}
         if site:
             filters["site"] = site
@@ -176,33 +186,15 @@ class NetBox:
             filters["tag"] = tag
         if names:
             filters["name"] = names
-        if status:
-            filters["status"] = status
         devices = list(self.api.dcim.devices.filter(**filters))
-        if rack:  # rack names are unique per site only, so match the name on our side
-            devices = [d for d in devices if d.rack and d.rack.name == rack]
-        if names:
-            missing = sorted(set(names) - {d.name for d in devices})
-            if missing:
-                raise NotFoundError(f"NetBox has no GPU server named {', '.join(missing)}",
-                                    hint="check the names, or seed the fleet (`bringup lab seed`)")
-        if not devices:
-            return []
-        by_device = self._macs([d.id for d in devices]) if macs else {}
-        out = []
-        for d in devices:
-            ctx = d.config_context or {}
-            cf = dict(d.custom_fields or {})
-            out.append(NodeRecord(
-                id=d.id, name=d.name, site=d.site.slug, rack=d.rack.name if d.rack else "",
-                status=_value(d.status), stage=_value(cf.get("bringup_stage")) or "planned",
-                sku=sku_from_context(ctx, d.name), pool=ctx.get("bringup_pool", {}),
-                macs=by_device.get(d.id) if macs else None,
-                bmc_address=str(d.oob_ip.address).split("/")[0] if d.oob_ip else "",
-                address=str(d.primary_ip4.address).split("/")[0] if d.primary_ip4 else "",
-                serial=d.serial or "", custom_fields={k: _value(v) for k, v in cf.items()},
-                url=str(d.url).replace("/api/", "/"), tags=[t.slug for t in d.tags]))
-        return out
+        by_device = self._macs([d.id for d in devices]) if (macs and devices) else {}
+        return [{"id": d.id, "name": d.name, "site": d.site.slug, "rack": d.rack.name if d.rack else "",
+                 "status": str(_value(d.status)), "custom_fields": dict(d.custom_fields or {}),
+                 "config_context": d.config_context or {}, "serial": d.serial or "",
+                 "tags": [t.slug for t in d.tags], "macs": by_device.get(d.id) if macs else None,
+                 "bmc_address": str(d.oob_ip.address).split("/")[0] if d.oob_ip else "",
+                 "address": str(d.primary_ip4.address).split("/")[0] if d.primary_ip4 else "",
+                 "url": str(d.url).replace("/api/", "/")} for d in devices]
 
     def _macs(self, ids: list[int]) -> dict[int, dict[str, str]]:
         out: dict[int, dict[str, str]] = {i: {} for i in ids}
@@ -288,6 +280,21 @@ class NetBox:
         return DeviceState(etag=etag, status=str(_value(doc.get("status")) or ""),
                            tags=[str(t.get("slug")) for t in doc.get("tags") or [] if isinstance(t, dict)],
                            custom_fields={k: _value(v) for k, v in (doc.get("custom_fields") or {}).items()})
+
+    @_guard
+    def device_now(self, node_id: int) -> DeviceState:
+        """What a run changes on a device, as NetBox holds it now, at the least cost to
+        NetBox (GraphQL where served): no version (``etag`` empty), so never the read a
+        conditional write is based on (that is :meth:`device_state`)."""
+        views = None if self._graphql is False else self._graphql_views(graphql.state_query(node_id))
+        if views is None:
+            state = self.device_state(node_id)
+            return DeviceState(etag="", status=state.status, tags=state.tags, custom_fields=state.custom_fields)
+        if not views:
+            raise NotFoundError(f"device #{node_id} is gone from NetBox")
+        v = views[0]
+        return DeviceState(etag="", status=v["status"], tags=v["tags"],
+                           custom_fields={k: _value(x) for k, x in v["custom_fields"].items()})
 
     @_guard
     def set_fields_if_match(self, node_id: int, fields: dict[str, Any], etag: str) -> str:

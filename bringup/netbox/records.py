@@ -85,7 +85,7 @@ class NetBoxRecords(leases.LeaseOps):
         """Bring ``node``'s changing part (stage, custom fields, status, tags) up to what
         NetBox holds now, in one small read; returns its lease as read. What a run does
         not change (SKU, pool, addresses) stays as read with the node."""
-        state = self._retry(self.ctx.netbox.device_state, node.id)
+        state = self._retry(self.ctx.netbox.device_now, node.id)
         node.custom_fields = dict(state.custom_fields)
         node.stage = str(state.custom_fields.get("bringup_stage") or "planned")
         node.status, node.tags = state.status, list(state.tags)

@@ -53,16 +53,14 @@ def pin_versions(hosts: dict[str, dict[str, Any]], manifest: ImageManifest, acce
 
 def configure(hosts: dict[str, dict[str, Any]], manifest: ImageManifest, access: SshAccess, *,
               extravars: dict[str, Any] | None = None, timeout: int = 900) -> dict[str, NodeStep]:
-    """Pin and verify versions (pin.yml), then configure the nodes that passed
-    (configure.yml: persistence mode, sysctl, kernel modules)."""
-    steps = pin_versions(hosts, manifest, access, timeout=timeout)
-    good = {n: h for n, h in hosts.items() if steps[n].ok}
-    if good:
-        extra = dict(extravars or {})
-        for name, step in _steps(run_playbook("configure.yml", good, extra, access, timeout=timeout)).items():
-            step.facts = {**steps[name].facts, **step.facts}
-            steps[name] = step
-    return steps
+    """Pin and verify versions, then configure the nodes that passed (persistence mode,
+    sysctl, kernel modules): playbooks/provision.yml, i.e. pin.yml then configure.yml in
+    one ansible-playbook run (``timeout`` is the whole run's). A node that fails pinning
+    keeps pin.yml's reason and facts and is not configured; a node that passes has the
+    facts of both plays (``installed_driver``, ``pinned_image``, ``configured_*``)."""
+    # the manifest's versions last: extra vars never change what is verified
+    extra = {**(extravars or {}), **pin_vars(manifest)}
+    return _steps(run_playbook("provision.yml", hosts, extra, access, timeout=timeout))
 
 
 # --- burn-in ---------------------------------------------------------------------------

@@ -8,7 +8,14 @@ from ..parsers import gpuburn as gpuburn_parser
 from ..parsers import nccl as nccl_parser
 from ..parsers.dcgm import parse_dcgm_diag
 from ..parsers.gpuburn import parse_gpu_burn
-from ..parsers.nccl import busbw_at_largest, error_figures, largest_sizes, parse_nccl_run, wrong_total
+from ..parsers.nccl import (
+    busbw_at_largest,
+    error_figures,
+    finished,
+    largest_sizes,
+    parse_nccl_run,
+    wrong_total,
+)
 from ..proc import tail
 from .base import Check, CheckResult, Context
 
@@ -128,7 +135,12 @@ class NcclCheck(Check):
             return
         lim = ctx.limits
         k = int(lim.get("busbw_largest_sizes", 2))
-        busbw = busbw_at_largest(parsed, k)
+        # a run that died (a failure line, the launcher's report, a non-zero exit) or was cut
+        # before its summary is judged by that alone: its rows are kept as data, but a busbw
+        # from them is no measurement of the node (no busbw_low, nothing for the peers, the
+        # baseline or the fleet's figures)
+        done = finished(parsed) and run.rc == 0
+        busbw = busbw_at_largest(parsed, k) if done else None
         wrong = wrong_total(parsed)
         limits = lim.get("nccl_error_limits") or NCCL_ERROR_LIMITS
         err = error_figures(parsed, limits)
@@ -136,7 +148,9 @@ class NcclCheck(Check):
                        "nccl_version": parsed["nccl_version"], "layout": parsed["layout"],
                        "complete": parsed["complete"], "failures": parsed["failures"][:10],
                        "launcher_failures": parsed["launcher_failures"][:10],
-                       "busbw_sizes": largest_sizes(parsed, k)})
+                       "busbw_sizes": largest_sizes(parsed, k) if done else []})
+        if not done and parsed["rows"]:
+            r.data["rows_from_unfinished_run"] = True
         r.metrics.update({"busbw_largest_gbps": busbw, "wrong_total": wrong, "oob_values": parsed["oob_values"],
                           "error_max": err["max"], "errors_over_limit": err["over"] if err["max"] is not None else None,
                           "largest_size": max((row["size"] for row in parsed["rows"]), default=None)})

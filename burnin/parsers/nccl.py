@@ -285,6 +285,13 @@ def busbw_at_largest(parsed: dict[str, object], largest_sizes_n: int = 2) -> flo
     return min(best_per_size)
 
 
+def finished(parsed: dict[str, object]) -> bool:
+    """True when the run printed its summary and nothing reported a failure. Only such a
+    run's rows measure the node: the rows of a run that died or was cut show how far it
+    got, and its outcome (:func:`run_outcome`) is the failure or the cut, never a bandwidth."""
+    return bool(parsed.get("complete")) and not parsed.get("failures") and not parsed.get("launcher_failures")
+
+
 def wrong_total(parsed: dict[str, object]) -> int | None:
     rows = parsed["rows"]  # type: ignore[index]
     vals = [v for r in rows for v in (r["wrong_oop"], r["wrong_ip"]) if v is not None]  # type: ignore[index]

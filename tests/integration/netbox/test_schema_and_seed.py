@@ -52,7 +52,7 @@ def test_seed_writes_planned_devices_with_macs_and_ips(netbox, lab_fleet, skus):
     assert size == 10 and len(report.created) == size and report.macs == 10 * size
     again = seed(netbox, lab_fleet, skus)
     assert again.created == [] and len(again.existing) == size and again.macs == 0
-    nodes = {n.name: n for n in netbox.nodes(site="lab-east")}
+    nodes = {n.name: n for n in netbox.nodes(site="lab-east", macs=True)}
     assert len(nodes) == size
     for spec in lab_fleet.nodes:
         rec = nodes[spec.name]

@@ -1,5 +1,5 @@
-"""ansible-runner against the real sshd of simulated nodes: pin.yml, configure.yml,
-host key checking, secrets kept out of results."""
+"""ansible-runner against the real sshd of simulated nodes: pin.yml, configure.yml (alone, and
+after pin.yml in one run: provision.yml), host key checking, secrets kept out of results."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from bringup.provision import ansible_steps
 from bringup.provision.ansible_steps import configure, pin_versions
 from bringup.provision.image import pin_vars
 from bringup.remote.access import SshAccess
@@ -44,12 +45,28 @@ def test_pin_follows_the_manifest_not_the_node(node_lab):
     assert "libnccl2 (nccl): manifest says 2.27.3-1+cuda12.8, node has 2.26.2-1+cuda12.8" in res.hosts["ok"].reason()
 
 
-def test_configure_writes_persistence_sysctl_and_modules_under_the_node_root(node_lab):
-    steps = configure({"ok": node_lab.host("ok"), "drift": node_lab.host("drift")}, node_lab.manifest,
-                      node_lab.access, extravars={"gpu_modules": ["nvidia", "nvidia_uvm"]})
-    assert steps["ok"].ok, steps["ok"].reason
-    assert steps["ok"].facts["configured_modules"] == ["nvidia", "nvidia_uvm"]
-    assert not steps["drift"].ok  # never configured past a failed pin
+def test_configure_writes_persistence_sysctl_and_modules_under_the_node_root(node_lab, monkeypatch):
+    runs = []
+    real = ansible_steps.run_playbook
+    monkeypatch.setattr(ansible_steps, "run_playbook", lambda pb, *a, **kw: runs.append(pb) or real(pb, *a, **kw))
+    hosts = {n: node_lab.host(n) for n in ("ok", "drift", "never")}
+    steps = configure(hosts, node_lab.manifest, node_lab.access, extravars={"gpu_modules": ["nvidia", "nvidia_uvm"]})
+    assert runs == ["provision.yml"]  # pin and configure in one ansible-playbook run
+    ok, drift, never = steps["ok"], steps["drift"], steps["never"]
+    assert ok.ok, ok.reason
+    # the facts of both plays, as the step's evidence shows them
+    assert ok.facts["installed_driver"] == "570.133.20" and ok.facts["pinned_image"] == "ubuntu-2404-cuda128"
+    assert ok.facts["configured_modules"] == ["nvidia", "nvidia_uvm"]
+    assert ok.facts["configured_sysctl"]["kernel.numa_balancing"] == 0
+    # never configured past a failed pin: pin.yml's reason with both versions, no configure facts
+    assert not drift.ok and not drift.unreachable
+    assert drift.reason.startswith("Fail when the node differs from image ubuntu-2404-cuda128: "
+                                   "versions differ from image ubuntu-2404-cuda128: "), drift.reason
+    assert "driver (loaded kernel module): manifest says 570.133.20, node has 570.86.15" in drift.reason
+    assert drift.facts["installed_driver"] == "570.86.15" and "pinned_image" not in drift.facts
+    assert "configured_modules" not in drift.facts
+    assert not (NodeDir(node_lab.home, "drift").root / "etc/sysctl.d/90-bringup-gpu.conf").exists()
+    assert not never.ok and never.unreachable
     root = NodeDir(node_lab.home, "ok").root
     assert "kernel.numa_balancing = 0" in (root / "etc/sysctl.d/90-bringup-gpu.conf").read_text()
     assert (root / "etc/modules-load.d/bringup-gpu.conf").read_text().split("\n")[1:3] == ["nvidia", "nvidia_uvm"]
@@ -57,6 +74,13 @@ def test_configure_writes_persistence_sysctl_and_modules_under_the_node_root(nod
     assert link.is_symlink() and str(link.readlink()) == "/lib/systemd/system/nvidia-persistenced.service"
     # nothing escaped to the real /etc of this machine
     assert not Path("/etc/sysctl.d/90-bringup-gpu.conf").exists()
+
+
+def test_configure_yml_runs_on_its_own(node_lab):
+    # outside provision.yml nothing set node_root before: configure.yml finds it itself
+    res = run_playbook("configure.yml", {"ok": node_lab.host("ok")}, {}, node_lab.access)
+    assert res.ok, res.hosts["ok"].reason()
+    assert res.hosts["ok"].facts["node_root"] == str(NodeDir(node_lab.home, "ok").root)
 
 
 def test_a_node_with_an_unexpected_host_key_is_unreachable(node_lab, tmp_path):

@@ -49,6 +49,16 @@ def test_replay_failed_run_before_rows_has_no_bandwidth_figure():
     assert r.figures["busbw_gbps"] is None and r.figures["rows"] == 0 and r.figures["failures"]
 
 
+@pytest.mark.parametrize("name", ["issue322-rows-then-nccl-failure-multihost.txt",
+                                  "nccl1184-tree-failure-after-512k-row.txt", "nccl1039-aborted-rows-no-summary.txt"])
+def test_replay_of_a_run_that_did_not_finish_judges_no_bandwidth(name):
+    # issue322's rows reach 16 GiB at ~366 GB/s, below the H100 gate: the run died, that is all
+    for sku in (load_skus()[H100], None):
+        r = replay("nccl", read("nccl-tests", name), sku)
+        assert not {f.check for f in r.findings} & {"busbw_low", "busbw_unjudged"}, r.findings
+        assert r.figures["busbw_gbps"] is None and r.figures["busbw_sizes"] == [] and r.figures["rows"] > 0
+
+
 def test_replay_dcgm_skip_is_reported_and_ibstat_without_device_is_not_ok():
     r = replay("dcgm", read("dcgm", "dcgm1.7-per-gpu-skips-saved.json"))
     assert {f.check for f in r.findings if f.severity != "info"} == {"dcgm_failed"}
@@ -98,6 +108,29 @@ def test_judge_never_admits_a_failed_or_cut_nccl_run(name, rc, code):
     assert v.status == "fail", v.text()
     (reason,) = [r for r in v.reasons if r.code == code]
     assert reason.check == "nccl" and reason.remediation == REMEDIATION[code].format_map({})
+
+
+@pytest.mark.parametrize("name,rc,code", [
+    ("issue322-rows-then-nccl-failure-multihost.txt", 1, "nccl_failed"),  # rows at ~366 GB/s, then died
+    ("nccl1039-aborted-rows-no-summary.txt", 0, "nccl_incomplete"),  # cut after the 64-byte row
+])
+def test_a_run_that_did_not_finish_is_no_bandwidth_figure_for_gate_peers_or_baseline(name, rc, code):
+    # the H100 gate (460 GB/s), five peers and a baseline from the recorded p5 run (~480 GB/s)
+    healthy = agent(NcclCheck(), read("nccl-tests", "awsome-batch-p5-tag-output.txt"), 0, {"min_busbw_gbps": 460})
+    assert healthy["status"] == "pass" and verdict(healthy).status == "pass"
+    mine = agent(NcclCheck(), read("nccl-tests", name), rc, {"min_busbw_gbps": 460})
+    th = thresholds_for(load_skus()[H100])
+    th = SkuThresholds(sku=th.sku, values=th.values, rules=th.rules, required_checks=["nccl"], peers=th.peers)
+
+    def doc(check: dict) -> dict:
+        return {"schema_version": 1, "agent_version": "0.1.0", "node": {"name": "n", "hostname": "n"},
+                "started": "2026-12-01T00:00:00Z", "finished": "2026-12-01T00:01:00Z",
+                "plan": {"checks": ["nccl"]}, "checks": [check]}
+    peers = [(f"p{i}", doc(healthy)) for i in range(5)]
+    v = judge(parse_result(json.dumps(doc(mine))), th, peers, baseline={"busbw": 480.43})
+    assert v.status == "fail" and [r.code for r in v.reasons] == [code], v.text()
+    assert not [w for w in v.warnings if "busbw" in w.code], v.warnings
+    assert {c.outcome for c in v.peer_checks if c.figure == "busbw"} == {"skipped"}
 
 
 def test_judge_passes_a_tolerated_dcgm_skip_and_fails_a_required_one():

@@ -132,8 +132,8 @@ def test_header_less_rows_infer_the_factor():
 
 
 # --- the agent's nccl check on those outputs --------------------------------------------------------
-def agent_nccl(stdout: str, rc: int = 0, stderr: str = ""):
-    ctx = Context({"limits": {"min_busbw_gbps": 1}}, nvml=None)  # type: ignore[arg-type]
+def agent_nccl(stdout: str, rc: int = 0, stderr: str = "", min_busbw: float = 1):
+    ctx = Context({"limits": {"min_busbw_gbps": min_busbw}}, nvml=None)  # type: ignore[arg-type]
     ctx.run = lambda *a, **k: ToolRun(["all_reduce_perf"], rc=rc, stdout=stdout, stderr=stderr)  # type: ignore[method-assign]
     r = CheckResult(name="nccl")
     NcclCheck().run(ctx, r)
@@ -146,6 +146,33 @@ def test_agent_fails_a_run_that_died_and_errors_a_cut_one():
     assert died.metrics["busbw_largest_gbps"] is None
     cut = agent_nccl(fixture("nccl-tests", "nccl1039-aborted-rows-no-summary.txt"))
     assert cut.status == "error" and codes(cut.findings, "error") == ["nccl_incomplete"]
+
+
+@pytest.mark.parametrize("name,rc,code,last", [
+    # nccl-tests #322: rows up to 16 GiB at ~366 GB/s, below the H100 gate, then every rank fails
+    ("issue322-rows-then-nccl-failure-multihost.txt", 1, "nccl_failed", 2 ** 34),
+    # nccl #1184: dies after the 512 KiB row (a few GB/s at that size)
+    ("nccl1184-tree-failure-after-512k-row.txt", 1, "nccl_failed", 524288),
+    # nccl #1039: cut after the 64-byte row, no summary (latency-bound figures near zero)
+    ("nccl1039-aborted-rows-no-summary.txt", 0, "nccl_incomplete", 64),
+])
+def test_a_run_that_did_not_finish_has_no_bandwidth_verdict(name, rc, code, last):
+    r = agent_nccl(fixture("nccl-tests", name), rc=rc, min_busbw=460)
+    assert code in codes(r.findings) and "busbw_low" not in codes(r.findings), r.findings
+    # its rows are kept, marked, but no busbw figure stands for the node
+    assert r.metrics["busbw_largest_gbps"] is None and r.data["busbw_sizes"] == []
+    assert r.data["rows"][-1]["size"] == last and r.data["rows_from_unfinished_run"] is True
+
+
+def test_a_whole_run_with_a_bad_exit_is_judged_by_its_exit_not_its_bandwidth():
+    # the recorded p5 run (~480 GB/s at 16 GiB) under a gate it misses, exiting 1
+    text = fixture("nccl-tests", "awsome-batch-p5-tag-output.txt")
+    bad = agent_nccl(text, rc=1, min_busbw=500)
+    assert codes(bad.findings) == ["nccl_failed"] and bad.metrics["busbw_largest_gbps"] is None
+    # the same run exiting 0 is a measurement: below the gate is busbw_low
+    ok = agent_nccl(text, rc=0, min_busbw=500)
+    assert codes(ok.findings) == ["busbw_low"] and ok.metrics["busbw_largest_gbps"] == 480.43
+    assert "rows_from_unfinished_run" not in ok.data and ok.data["busbw_sizes"] == [2 ** 34, 2 ** 33]
 
 
 # --- DCGM: Skip is reported, not failed; a required test must run ---------------------------------

@@ -197,7 +197,9 @@ def test_only_the_lifecycle_writes_the_stage():
         if src.relative_to(REPO).as_posix() in ("bringup/lifecycle/engine.py", "bringup/lifecycle/table.py", "bringup/netbox/records.py"):
             continue
         text = src.read_text()
-        literal = "bringup_stage" in text and src.relative_to(REPO).as_posix() != "bringup/netbox/adapter.py"  # the adapter maps the field
+        # the adapter maps the field, and the device records read it
+        mapper = src.relative_to(REPO).as_posix() in ("bringup/netbox/adapter.py", "bringup/netbox/devices.py")
+        literal = "bringup_stage" in text and not mapper
         if re.search(r"(update_node|\.write)\([^)]*\bstage=", text) or literal:
             offenders.append(str(src.relative_to(REPO)))
     assert offenders == []

@@ -96,8 +96,8 @@ class Listing:
 
 def test_a_node_read_without_macs_skips_the_interfaces_and_says_so():
     api = Listing()
-    (rec,) = NetBox(api).nodes(names=["n1"], macs=False)
+    (rec,) = NetBox(api, graphql=False).nodes(names=["n1"], macs=False)
     assert api.calls == ["devices"] and rec.macs is None   # None: not read, never "no MACs"
-    (rec,) = NetBox(api).nodes(names=["n1"])
+    (rec,) = NetBox(api, graphql=False).nodes(names=["n1"], macs=True)
     assert rec.macs == {"cx0": "02:00:00:00:00:0a"}
     assert NetBox(api).macs(7) == {"cx0": "02:00:00:00:00:0a"}

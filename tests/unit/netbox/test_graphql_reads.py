@@ -1,0 +1,118 @@
+"""The adapter's GraphQL reads (bringup/netbox/graphql.py) on NetBox 4.7's recorded
+answers: the same node records as the REST reads, one request instead of two, and REST
+again where a NetBox does not serve the query."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from bringup.errors import NetBoxRequestError, NotFoundError
+from bringup.netbox import graphql
+from bringup.netbox.adapter import NetBox
+from bringup.sku import load_skus
+
+REC = json.loads((Path(__file__).parents[2] / "fixtures" / "netbox" / "graphql-netbox-4.7.json").read_text())
+
+
+class Api:
+    """A pynetbox-like API whose session answers POST /graphql/ from ``answers`` (in
+    turn) and whose REST listing counts its calls."""
+
+    def __init__(self, *answers: tuple[int, object]) -> None:
+        self.answers, self.posts, self.rest = list(answers), [], 0
+        self.base_url, self.token, self.http_session = "http://nb.test/api", "nbt_abc.secret", self
+        dev = SimpleNamespace(id=7, name="n1", rack=SimpleNamespace(name="r1"), site=SimpleNamespace(slug="s"),
+                              config_context={"bringup": load_skus()["hgx-h100-80gb"].model_dump()}, custom_fields={"bringup_stage": "planned"}, status="planned",
+                              oob_ip=None, primary_ip4=None, serial="", url="http://nb.test/api/dcim/devices/7/", tags=[])
+        self.dcim = SimpleNamespace(devices=SimpleNamespace(filter=lambda **kw: self._rest([dev])),
+                                    interfaces=SimpleNamespace(filter=lambda **kw: []))
+
+    def _rest(self, rows):
+        self.rest += 1
+        return rows
+
+    def request(self, method, url, json=None, headers=None, params=None):
+        assert (method, url) == ("POST", "http://nb.test/graphql/")
+        self.posts.append(json)
+        status, doc = self.answers.pop(0)
+        return SimpleNamespace(status_code=status, ok=status < 400, text=str(doc), json=lambda: doc)
+
+
+def test_a_node_is_one_query_and_the_record_is_what_netbox_holds():
+    rec = REC["nodes_query"]
+    api = Api((rec["status"], rec["answer"]))
+    (node,) = NetBox(api).nodes(site="lab-east", names=["gpu-r02-n01"], macs=True)
+    assert len(api.posts) == 1 and api.rest == 0
+    assert api.posts[0] == {"query": rec["query"], "variables": rec["variables"]}
+    doc = rec["answer"]["data"]["device_list"][0]
+    assert (node.id, node.name, node.site, node.rack) == (int(doc["id"]), "gpu-r02-n01", "lab-east", "r02")
+    assert node.sku.sku == doc["config_context"]["bringup"]["sku"]
+    assert node.pool == doc["config_context"]["bringup_pool"]
+    assert node.bmc_address == doc["oob_ip"]["address"].split("/")[0]
+    assert node.stage == doc["custom_fields"]["bringup_stage"]["value"]
+    assert node.url == f"http://nb.test/dcim/devices/{doc['id']}/"
+    # MACs lower case, interface by interface, the BMC's included
+    assert node.macs and all(m == m.lower() for m in node.macs.values())
+    assert len(node.macs) == len([i for i in doc["interfaces"] if i["primary_mac_address"]])
+
+
+def test_without_macs_the_query_asks_for_no_interfaces_and_says_so():
+    query, _ = graphql.nodes_query("gpu-server", names=["n1"], macs=False)
+    assert "interfaces" not in query
+    doc = {k: v for k, v in REC["nodes_query"]["answer"]["data"]["device_list"][0].items() if k != "interfaces"}
+    (node,) = NetBox(Api((200, {"data": {"device_list": [doc]}}))).nodes(names=["gpu-r02-n01"], macs=False)
+    assert node.macs is None   # not read, never "no MACs"
+
+
+def test_status_and_rack_are_matched_here_and_missing_names_are_named():
+    rec = REC["nodes_query"]["answer"]
+    assert NetBox(Api((200, rec))).nodes(status="planned") == []   # the recorded node is not planned
+    assert NetBox(Api((200, rec))).nodes(rack="r01") == []
+    with pytest.raises(NotFoundError, match="gpu-x"):
+        NetBox(Api((200, rec))).nodes(names=["gpu-r02-n01", "gpu-x"])
+
+
+def test_a_netbox_with_graphql_off_is_read_over_rest_from_then_on():
+    api = Api((404, {"detail": "Not found."}))
+    nb = NetBox(api)
+    assert [n.name for n in nb.nodes()] == ["n1"] and api.rest == 1
+    nb.nodes()
+    assert len(api.posts) == 1 and api.rest == 2   # asked once
+
+
+def test_a_query_this_netbox_refuses_falls_back_to_rest_once_but_is_a_fault_after_it_answered():
+    refused = (REC["refused_filter"]["status"], REC["refused_filter"]["answer"])
+    api = Api(refused)
+    assert [n.name for n in NetBox(api).nodes()] == ["n1"] and api.rest == 1
+    api = Api((200, REC["nodes_query"]["answer"]), refused)
+    nb = NetBox(api)
+    nb.nodes()
+    with pytest.raises(NetBoxRequestError, match="cannot represent"):
+        nb.nodes()
+
+
+def test_a_device_now_is_one_small_query_without_a_version():
+    rec = REC["state_query"]
+    api = Api((rec["status"], rec["answer"]))
+    state = NetBox(api).device_now(7)
+    doc = rec["answer"]["data"]["device_list"][0]
+    assert api.posts == [{"query": rec["query"], "variables": rec["variables"]}]
+    assert state.etag == ""   # never the base of a conditional write
+    assert state.status == doc["status"] and state.tags == [t["slug"] for t in doc["tags"]]
+    assert state.custom_fields["bringup_stage"] == doc["custom_fields"]["bringup_stage"]["value"]
+
+
+def test_a_device_gone_is_not_found():
+    rec = REC["state_query_unknown_id"]
+    with pytest.raises(NotFoundError, match="#99999"):
+        NetBox(Api((rec["status"], rec["answer"]))).device_now(99999)
+
+
+@pytest.mark.parametrize("doc", [{"data": {"device_list": None}}, {"data": {}}, ["not", "json"]])
+def test_an_answer_without_a_device_list_is_a_clear_error(doc):
+    with pytest.raises(NetBoxRequestError, match="device_list"):
+        graphql.answer(200, doc, "")
