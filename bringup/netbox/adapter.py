@@ -137,9 +137,13 @@ class NetBox:
         (:mod:`bringup.netbox.graphql`: a fraction of the REST reads' CPU), else over REST."""
         views = None
         if self._graphql is not False:
-            views = self._graphql_views(graphql.nodes_query(DEVICE_ROLE, site=site, tag=tag, names=names, macs=macs))
+            views = self._graphql_pages(site=site, tag=tag, names=names, macs=macs)
         if views is None:
             views = self._rest_views(site=site, tag=tag, names=names, macs=macs)
+        elif macs:   # a device whose interfaces NetBox may have cut: its MACs over REST
+            for v in views:
+                if v["macs"] is None:
+                    v["macs"] = self._macs([v["id"]])[v["id"]]
         if rack:  # rack names are unique per site only, so match the name on our side
             views = [v for v in views if v["rack"] == rack]
         if status:
@@ -150,6 +154,20 @@ class NetBox:
                 raise NotFoundError(f"NetBox has no GPU server named {', '.join(missing)}",
                                     hint="check the names, or seed the fleet (`bringup lab seed`)")
         return [_record(v) for v in views]
+
+    def _graphql_pages(self, *, site: str | None, tag: str | None, names: list[str] | None,
+                       macs: bool) -> list[dict[str, Any]] | None:
+        """Every device the filters match, page by page (:func:`graphql.next_start`)."""
+        views: list[dict[str, Any]] = []
+        start: int | None = 0
+        while start is not None:
+            page = self._graphql_views(graphql.nodes_query(DEVICE_ROLE, site=site, tag=tag, names=names,
+                                                           macs=macs, start=start))
+            if page is None:
+                return None
+            views += page
+            start = graphql.next_start(page, {v["name"] for v in views}, names)
+        return views
 
     def _graphql_views(self, q: tuple[str, dict[str, Any]]) -> list[dict[str, Any]] | None:
         """The devices a GraphQL query returns, as views; ``None`` when this NetBox does not

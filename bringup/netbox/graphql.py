@@ -14,6 +14,14 @@ repeats: :func:`nodes_query` (what :meth:`NetBox.nodes` returns) and :func:`stat
 (a held walk's refresh). The answers are turned into the same plain values as the REST
 reads (:func:`device_view`), so nothing downstream knows which API answered.
 
+NetBox pages GraphQL lists too: a list without ``pagination`` gets strawberry-django's
+default limit (100 in NetBox 4.7's settings) and no page is longer than ``MAX_PAGE_SIZE``
+(a site's setting, 1,000 by default), silently. So device lists are read page by page
+with a cursor (``pagination: {start: <id>, limit: ...}``, NetBox orders by id then), until
+a page comes back empty or every named device was found (:func:`next_start`); a device
+with as many interfaces as a page may hold has its MACs read over REST instead
+(:data:`INTERFACES_PAGE`).
+
 The query syntax is NetBox 4.3+'s (strawberry filters: ``{slug: {exact: ...}}``,
 ``{in_list: [...]}``); bringup already needs 4.6+ for ETags. A NetBox with GraphQL
 turned off (``GRAPHQL_ENABLED = False``) answers 404, and one whose schema refuses the
@@ -29,6 +37,10 @@ from bringup.errors import NetBoxRequestError
 DEVICE_FIELDS = ("id name serial status custom_fields config_context site { slug } rack { name } "
                  "tags { slug } oob_ip { address } primary_ip4 { address }")
 INTERFACE_FIELDS = "interfaces { name primary_mac_address { mac_address } }"
+#: devices asked for per page (NetBox may answer fewer: its MAX_PAGE_SIZE caps it)
+PAGE = 500
+#: a nested list is cut at strawberry-django's default limit: this many interfaces may be more
+INTERFACES_PAGE = 100
 
 
 class Unsupported(Exception):
@@ -37,9 +49,11 @@ class Unsupported(Exception):
 
 
 def nodes_query(role: str, *, site: str | None = None, tag: str | None = None,
-                names: list[str] | None = None, macs: bool = True) -> tuple[str, dict[str, Any]]:
-    """The query and variables for the devices of ``role`` matching the filters. Status
-    and rack are matched by the caller (a status filter wants NetBox's enum names)."""
+                names: list[str] | None = None, macs: bool = True, start: int = 0,
+                limit: int = PAGE) -> tuple[str, dict[str, Any]]:
+    """The query and variables for one page of the devices of ``role`` matching the
+    filters, from id ``start`` on. Status and rack are matched by the caller (a status
+    filter wants NetBox's enum names)."""
     decl, filters, variables = ["$role: String!"], ["role: {slug: {exact: $role}}"], {"role": role}
     if site:
         decl.append("$site: String!")
@@ -54,8 +68,18 @@ def nodes_query(role: str, *, site: str | None = None, tag: str | None = None,
         filters.append("name: {in_list: $names}")
         variables["names"] = list(names)
     fields = DEVICE_FIELDS + (" " + INTERFACE_FIELDS if macs else "")
-    query = f"query({', '.join(decl)}) {{ device_list(filters: {{{', '.join(filters)}}}) {{ {fields} }} }}"
+    page = f"pagination: {{start: {int(start)}, limit: {int(limit)}}}"
+    query = f"query({', '.join(decl)}) {{ device_list(filters: {{{', '.join(filters)}}}, {page}) {{ {fields} }} }}"
     return query, variables
+
+
+def next_start(page: list[dict[str, Any]], seen: set[str], names: list[str] | None) -> int | None:
+    """Where the next page starts, or None when the list is complete: an empty page, or
+    every named device found (the common case, a single page). A page shorter than asked
+    proves nothing: NetBox caps it at its MAX_PAGE_SIZE without saying so."""
+    if not page or (names and set(names) <= seen):
+        return None
+    return max(int(r["id"]) for r in page) + 1
 
 
 def state_query(node_id: int) -> tuple[str, dict[str, Any]]:
@@ -90,13 +114,13 @@ def _address(obj: Any) -> str:
 def device_view(doc: dict[str, Any], web_base: str) -> dict[str, Any]:
     """A GraphQL device as the plain values a node record is built from (the shape the
     REST read produces too): ids as ints, MACs lower case, ``macs`` ``None`` when the
-    query did not ask for interfaces."""
+    query did not ask for interfaces or NetBox may have cut their list."""
     try:
         node_id = int(doc["id"])
     except (KeyError, TypeError, ValueError):
         raise NetBoxRequestError(f"NetBox's GraphQL answer: a device without a usable id ({doc.get('id')!r})") from None
     macs = None
-    if "interfaces" in doc:
+    if "interfaces" in doc and len(doc.get("interfaces") or []) < INTERFACES_PAGE:   # else: maybe cut, read over REST
         macs = {}
         for itf in doc.get("interfaces") or []:
             mac = (itf.get("primary_mac_address") or {}).get("mac_address") if isinstance(itf, dict) else None

@@ -11,12 +11,15 @@ known_hosts and host-key policy of :class:`~bringup.remote.access.SshAccess` (th
 SSH seam applies): *our* known_hosts only, never the user's, never auto-added. The result keeps, per
 host, whether it passed, the failed tasks with their messages and the facts the play set;
 tasks marked ``no_log`` reach us already censored by Ansible, and the private folder
-(where extra vars are written) is removed afterwards.
+(where extra vars are written) is removed afterwards. On Linux ansible-playbook dies with the
+process that started it (:mod:`bringup.remote.deathsig`): no orphan run keeps working on a
+node whose lease we lost.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -27,6 +30,7 @@ from typing import Any
 
 from bringup.errors import AnsibleSetupError, AnsibleTimeout, ConfigError
 from bringup.localfiles import pid_alive
+from bringup.remote import deathsig
 from bringup.remote.access import SshAccess
 from bringup.resources import data_dir
 from bringup.settings import private_dir, state_dir
@@ -103,6 +107,21 @@ def _path() -> str:
     if not shutil.which("ansible-playbook", path=path):
         raise AnsibleSetupError("ansible-playbook is not installed", hint="install ansible-core in this environment")
     return path
+
+
+def _command(playbook: Path, path: str, platform: str | None = None) -> dict[str, Any]:
+    """The ansible_runner.run arguments that start ``playbook``: on Linux through the
+    :mod:`~bringup.remote.deathsig` shim, so ansible-playbook gets SIGTERM when this process
+    dies. PDEATHSIG fires when the parent *thread* exits, not the process: pexpect forks in
+    the thread that called ansible_runner.run, and run_playbook blocks in that thread until
+    the run ends, so that thread lives as long as the run. Elsewhere: ansible-runner's own
+    ansible-playbook, as before (no PDEATHSIG: an orphan can outlive us there)."""
+    real = shutil.which("ansible-playbook", path=path) or "ansible-playbook"
+    binary, lead = deathsig.guarded(os.path.abspath(real), os.getpid(), platform)
+    if binary is None:
+        return {"playbook": str(playbook)}
+    # with an explicit binary ansible-runner leaves the playbook out of the command line
+    return {"playbook": str(playbook), "binary": binary, "cmdline": shlex.join([*lead, str(playbook)])}
 
 
 def runner_root() -> Path:
@@ -218,10 +237,15 @@ def run_playbook(playbook: str, hosts: dict[str, dict[str, Any]], extravars: dic
         (tmp / sub).mkdir(parents=True, exist_ok=True)
     cp = Path(tempfile.mkdtemp(prefix=CP_PREFIX, dir=control_dir_base(tempfile.gettempdir())))
     try:
+        envvars = _envvars(tmp, cp, access)
+        # if this process dies mid-run the finally below never runs, and need not:
+        # ansible-playbook goes with it (deathsig), the SSH masters (detached by ssh, out of
+        # deathsig's reach) exit on their own after ControlPersist's 60 s idle, and the next
+        # run sweeps the private folder (sweep_runner_dirs)
         runner = ansible_runner.run(
-            private_data_dir=str(tmp / "runner"), project_dir=str(playbooks_dir), playbook=str(path),
+            private_data_dir=str(tmp / "runner"), project_dir=str(playbooks_dir), **_command(path, envvars["PATH"]),
             inventory=_inventory(hosts, access), extravars=dict(extravars or {}),
-            envvars=_envvars(tmp, cp, access), quiet=True, forks=forks,
+            envvars=envvars, quiet=True, forks=forks,
             timeout=timeout, settings={"suppress_ansible_output": True, "idle_timeout": 0},
         )
         result = _collect(playbook, runner, hosts)

@@ -46,8 +46,11 @@ def test_a_node_is_one_query_and_the_record_is_what_netbox_holds():
     rec = REC["nodes_query"]
     api = Api((rec["status"], rec["answer"]))
     (node,) = NetBox(api).nodes(site="lab-east", names=["gpu-r02-n01"], macs=True)
+    # one page: every named node found (the recorded answer is NetBox's to the same query
+    # before it asked for a page; the page clause does not change an answer's shape)
     assert len(api.posts) == 1 and api.rest == 0
-    assert api.posts[0] == {"query": rec["query"], "variables": rec["variables"]}
+    assert api.posts[0]["variables"] == rec["variables"]
+    assert "pagination: {start: 0, limit: 500}" in api.posts[0]["query"]
     doc = rec["answer"]["data"]["device_list"][0]
     assert (node.id, node.name, node.site, node.rack) == (int(doc["id"]), "gpu-r02-n01", "lab-east", "r02")
     assert node.sku.sku == doc["config_context"]["bringup"]["sku"]
@@ -69,11 +72,11 @@ def test_without_macs_the_query_asks_for_no_interfaces_and_says_so():
 
 
 def test_status_and_rack_are_matched_here_and_missing_names_are_named():
-    rec = REC["nodes_query"]["answer"]
-    assert NetBox(Api((200, rec))).nodes(status="planned") == []   # the recorded node is not planned
-    assert NetBox(Api((200, rec))).nodes(rack="r01") == []
+    rec, end = REC["nodes_query"]["answer"], (200, {"data": {"device_list": []}})
+    assert NetBox(Api((200, rec), end)).nodes(status="planned") == []   # the recorded node is not planned
+    assert NetBox(Api((200, rec), end)).nodes(rack="r01") == []
     with pytest.raises(NotFoundError, match="gpu-x"):
-        NetBox(Api((200, rec))).nodes(names=["gpu-r02-n01", "gpu-x"])
+        NetBox(Api((200, rec), end)).nodes(names=["gpu-r02-n01", "gpu-x"])
 
 
 def test_a_netbox_with_graphql_off_is_read_over_rest_from_then_on():
@@ -88,7 +91,7 @@ def test_a_query_this_netbox_refuses_falls_back_to_rest_once_but_is_a_fault_afte
     refused = (REC["refused_filter"]["status"], REC["refused_filter"]["answer"])
     api = Api(refused)
     assert [n.name for n in NetBox(api).nodes()] == ["n1"] and api.rest == 1
-    api = Api((200, REC["nodes_query"]["answer"]), refused)
+    api = Api((200, REC["nodes_query"]["answer"]), (200, {"data": {"device_list": []}}), refused)
     nb = NetBox(api)
     nb.nodes()
     with pytest.raises(NetBoxRequestError, match="cannot represent"):
@@ -116,3 +119,37 @@ def test_a_device_gone_is_not_found():
 def test_an_answer_without_a_device_list_is_a_clear_error(doc):
     with pytest.raises(NetBoxRequestError, match="device_list"):
         graphql.answer(200, doc, "")
+
+
+def _dev(i: int, **kw) -> dict:
+    doc = json.loads(json.dumps(REC["nodes_query"]["answer"]["data"]["device_list"][0]))
+    return {**doc, "id": str(i), "name": f"n{i}", **kw}
+
+
+def test_a_site_is_read_page_by_page_until_an_empty_page():
+    """NetBox caps a page at its MAX_PAGE_SIZE without a word (here: 2 devices), so a
+    short page is no end: the list ends with an empty page."""
+    pages = [(200, {"data": {"device_list": [_dev(3), _dev(5)]}}),
+             (200, {"data": {"device_list": [_dev(9)]}}), (200, {"data": {"device_list": []}})]
+    api = Api(*pages)
+    assert [n.name for n in NetBox(api).nodes(site="lab-east")] == ["n3", "n5", "n9"]
+    assert [p["query"].split("pagination: ")[1].split("}")[0] for p in api.posts] == [
+        "{start: 0, limit: 500", "{start: 6, limit: 500", "{start: 10, limit: 500"]
+
+
+def test_named_nodes_need_no_empty_page_once_all_are_found():
+    api = Api((200, {"data": {"device_list": [_dev(3)]}}), (200, {"data": {"device_list": [_dev(5)]}}))
+    assert [n.name for n in NetBox(api).nodes(names=["n3", "n5"])] == ["n3", "n5"]
+    assert len(api.posts) == 2
+
+
+def test_a_device_with_a_full_page_of_interfaces_has_its_macs_read_over_rest():
+    """A nested list is cut at strawberry-django's default limit (100): such a device's
+    MACs come from the REST interface list, never from a list that may be cut."""
+    many = [{"name": f"eth{i}", "primary_mac_address": {"mac_address": "02:00:00:00:00:01"}}
+            for i in range(graphql.INTERFACES_PAGE)]
+    api = Api((200, {"data": {"device_list": [_dev(7, interfaces=many)]}}))
+    api.dcim.interfaces = SimpleNamespace(filter=lambda **kw: [SimpleNamespace(
+        name="cx0", device=SimpleNamespace(id=7), primary_mac_address=SimpleNamespace(mac_address="02:00:00:00:00:0A"))])
+    (node,) = NetBox(api).nodes(names=["n7"], macs=True)
+    assert node.macs == {"cx0": "02:00:00:00:00:0a"}
