@@ -102,6 +102,11 @@ class NetBox:
         self.api = api
         self._graphql = graphql
 
+    @property
+    def reads_through(self) -> str:
+        """``graphql``, ``rest``, or ``unknown`` before the first node read."""
+        return {True: "graphql", False: "rest"}.get(self._graphql, "unknown")
+
     # --- objects by natural key (the schema as code: bringup.netbox.schema_apply) -----------
     def _endpoint(self, endpoint: str):
         app, name = endpoint.split(".")

@@ -82,7 +82,9 @@ def test_status_and_rack_are_matched_here_and_missing_names_are_named():
 def test_a_netbox_with_graphql_off_is_read_over_rest_from_then_on():
     api = Api((404, {"detail": "Not found."}))
     nb = NetBox(api)
+    assert nb.reads_through == "unknown"
     assert [n.name for n in nb.nodes()] == ["n1"] and api.rest == 1
+    assert nb.reads_through == "rest"
     nb.nodes()
     assert len(api.posts) == 1 and api.rest == 2   # asked once
 
