@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from bringup.errors import ConfigError
 
@@ -110,3 +110,13 @@ def validation_error(exc: ValidationError, doc: LocatedYaml, what: str) -> Confi
         problems.append(f"  {doc.where(loc)} {format_path(loc)}: {err['msg']}")
     return ConfigError(f"{what} {doc.source} is invalid:\n" + "\n".join(problems),
                        hint="fix the fields listed above")
+
+
+def load_model[M: BaseModel](path: str | Path, model: type[M], what: str) -> M:
+    """A YAML file read into ``model``: a bad key or value is one ConfigError naming it
+    (``file:line field: problem``), as every data file of bringup reports it."""
+    doc = load_file(path)
+    try:
+        return model.model_validate(doc.data or {})
+    except ValidationError as exc:
+        raise validation_error(exc, doc, what) from None

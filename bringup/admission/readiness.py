@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from bringup.admission.labels import Taint, gpu_product_label
 from bringup.resources import data_file
-from bringup.yamlio import load_file, validation_error
+from bringup.yamlio import load_model
 
 Outcome = Literal["pass", "fail", "unknown"]
 ExpectField = Literal["gpu_product", "gpu_count", "gpu_memory_mib", "driver"]
@@ -73,12 +73,7 @@ class ReadinessPolicy(BaseModel):
 
 def load_policy(path: Path | None = None) -> ReadinessPolicy:
     """The gate's policy; a bad key or value is a ConfigError naming it (file:line)."""
-    path = path or data_file("readiness.yaml")
-    doc = load_file(path)
-    try:
-        return ReadinessPolicy.model_validate(doc.data or {})
-    except ValidationError as exc:
-        raise validation_error(exc, doc, "readiness policy") from None
+    return load_model(path or data_file("readiness.yaml"), ReadinessPolicy, "readiness policy")
 
 
 @dataclass(frozen=True)

@@ -37,12 +37,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bringup.lifecycle.engine import LifecycleError, State, parse_state
 from bringup.resources import data_file
 from bringup.service.findings import FindingClasses
-from bringup.yamlio import load_file, validation_error
+from bringup.yamlio import load_model
 
 Action = Literal["quarantine", "drain"]
 FollowUp = Literal["reburnin", "inspection"]
@@ -117,12 +117,7 @@ class GuardPolicy(BaseModel):
 
 def load_policy(path: Path | None = None) -> GuardPolicy:
     """The guard's policy; an unknown key or a bad value is a ConfigError naming it (file:line)."""
-    path = path or data_file("guard.yaml")
-    doc = load_file(path)
-    try:
-        return GuardPolicy.model_validate(doc.data or {})
-    except ValidationError as exc:
-        raise validation_error(exc, doc, "guard policy") from None
+    return load_model(path or data_file("guard.yaml"), GuardPolicy, "guard policy")
 
 
 def _aware(at: datetime, what: str) -> datetime:

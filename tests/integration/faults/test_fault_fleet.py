@@ -30,9 +30,11 @@ NOT_ADMITTED = {
     "fs-r4-toolhang": ({"quarantined"}, ["gpu_burn"]),
     "fs-r5-garbage": ({"quarantined"}, ["gpu_burn"]),
     "fs-r5-truncated": ({"quarantined"}, ["all_reduce_perf", "nccl"]),
+    # the reason is the failure, never a bandwidth judged on the rows before it
+    "fs-r6-nccldies": ({"quarantined"}, ["Test NCCL failure", "nccl_failed"]),
 }
 #: nodes whose burn-in ran to the end (or was cut): its document must be in NetBox
-BURNED_IN = {"fs-r1-ok", "fs-r1-slowbmc", "fs-r4-toolhang", "fs-r5-garbage", "fs-r5-truncated"}
+BURNED_IN = {"fs-r1-ok", "fs-r1-slowbmc", "fs-r4-toolhang", "fs-r5-garbage", "fs-r5-truncated", "fs-r6-nccldies"}
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +65,13 @@ def test_only_healthy_nodes_are_admitted(fault_run):
     nodes = fault_run["nodes"]
     admitted = {n for n, r in nodes.items() if r.stage == "active"}
     assert admitted == ADMITTED, {n: (r.stage, r.custom_fields.get("bringup_reason")) for n, r in nodes.items()}
+
+
+def test_an_nccl_run_that_died_is_judged_by_its_failure_not_its_rows(fault_run):
+    """Issue #26: rows before a "Test NCCL failure" measure nothing: the quarantine names
+    the failure, and no bandwidth finding was made from the rows."""
+    reason = str(fault_run["nodes"]["fs-r6-nccldies"].custom_fields.get("bringup_reason") or "")
+    assert "Test NCCL failure" in reason and "busbw" not in reason, reason
 
 
 @pytest.mark.parametrize("node", sorted(NOT_ADMITTED))
