@@ -172,7 +172,7 @@ class NetBox:
                 return None
             views += page
             start = graphql.next_start(page, {v["name"] for v in views}, names)
-        return views
+        return sorted(views, key=graphql.natural_order)
 
     def _graphql_views(self, q: tuple[str, dict[str, Any]]) -> list[dict[str, Any]] | None:
         """The devices a GraphQL query returns, as views; ``None`` when this NetBox does not

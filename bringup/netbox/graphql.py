@@ -30,6 +30,7 @@ query answers with ``errors``: the adapter then reads over REST (:class:`Unsuppo
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from bringup.errors import NetBoxRequestError
@@ -105,6 +106,13 @@ def answer(status: int, doc: Any, text: str) -> list[dict[str, Any]]:
     if not isinstance(rows, list):
         raise NetBoxRequestError("NetBox's GraphQL answer: data.device_list is not a list")
     return rows
+
+
+def natural_order(view: dict[str, Any]) -> tuple:
+    """The order NetBox's REST API lists devices in (its naturalized name, then id: "n9"
+    before "n10"); a GraphQL page is in id order, and callers see one order either way."""
+    parts = re.split(r"(\d+)", view["name"])
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts if p), view["id"]
 
 
 def _address(obj: Any) -> str:

@@ -155,3 +155,11 @@ def test_a_device_with_a_full_page_of_interfaces_has_its_macs_read_over_rest():
         name="cx0", device=SimpleNamespace(id=7), primary_mac_address=SimpleNamespace(mac_address="02:00:00:00:00:0A"))])
     (node,) = NetBox(api).nodes(names=["n7"], macs=True)
     assert node.macs == {"cx0": "02:00:00:00:00:0a"}
+
+
+def test_nodes_come_in_the_order_the_rest_api_lists_them():
+    """GraphQL pages are in id order; NetBox's REST lists devices by naturalized name, and
+    callers (selection, batches, tables) must not see the order change with the API."""
+    page = [_dev(1, name="gpu-r01-n10"), _dev(2, name="gpu-r02-n01"), _dev(3, name="gpu-r01-n9")]
+    api = Api((200, {"data": {"device_list": page}}), (200, {"data": {"device_list": []}}))
+    assert [n.name for n in NetBox(api).nodes()] == ["gpu-r01-n9", "gpu-r01-n10", "gpu-r02-n01"]
