@@ -33,9 +33,18 @@ from bringup.retry import Backoff
 from bringup.retry import poll as poll_until
 
 from .orchestrator import is_unavailable
+from .walk import RunFailed
 
 BATCH_POOL = "bringup-batch"
 BATCH_DEPLOYMENT = "commission-batch/commission-batch"
+#: a child run still waiting for a worker this long, while the pool has no online worker
+#: at all, will never start: a worker stopped after it was counted (the server reports a
+#: stopped worker ONLINE until it has missed its heartbeats, about 90 s)
+PICKUP_S = 180.0
+
+
+class BatchNotPickedUp(RunFailed):
+    """A child run that no worker of the batch pool will take."""
 
 
 def online_workers(pool: str = BATCH_POOL) -> int:
@@ -82,14 +91,28 @@ def dispatch(batches: list[list], parameters: dict, deployment: str = BATCH_DEPL
         return list(pool.map(one, enumerate(batches)))
 
 
-def wait_for(run_id, poll: float = 2.0):
+def wait_for(run_id, poll: float = 2.0, *, pickup_s: float = PICKUP_S, clock=time.monotonic,
+             workers=None):
     """The child run once it is final. A busy server's 5xx or a dropped connection while
     polling is waited out (``run_deployment``'s own wait gave up on one 500 at 1,000
-    nodes, measured), anything else is raised."""
+    nodes, measured), anything else is raised. A run that no worker has taken after
+    ``pickup_s`` while the pool has no online worker is cancelled and raised
+    (:class:`BatchNotPickedUp`): waiting on would be forever. Busy workers are waited for."""
+    began, workers = clock(), workers or online_workers
+
     def read():
         try:
             with get_client(sync_client=True) as client:
-                return client.read_flow_run(run_id)
+                run = client.read_flow_run(run_id)
+                if (run.state is not None and run.state.is_scheduled() and clock() - began > pickup_s
+                        and workers() == 0):
+                    _cancel(client, run_id)
+                    raise BatchNotPickedUp(
+                        f"child run {run.name} ({run_id}) waited {clock() - began:.0f} s and no worker of "
+                        f"pool {BATCH_POOL} is online to take it: cancelled",
+                        hint=f"start the batch workers (`prefect worker start --pool {BATCH_POOL}`), or run "
+                             "with batches=0 to walk every node in this run")
+                return run
         except httpx.HTTPError as exc:
             if not is_unavailable(exc):
                 raise
@@ -98,6 +121,15 @@ def wait_for(run_id, poll: float = 2.0):
     return poll_until(read, timeout=math.inf, what=f"flow run {run_id}", backoff=Backoff(first=poll, factor=1.0),
                       done=lambda run: run is not None and run.state is not None and run.state.is_final(),
                       sleep=time.sleep)
+
+
+def _cancel(client, run_id) -> None:
+    """Best effort: a worker that comes back later must not start a batch nobody awaits."""
+    from prefect.states import Cancelled
+    try:
+        client.set_flow_run_state(run_id, Cancelled(message="no batch worker took it"), force=True)
+    except Exception:  # noqa: BLE001, S110  (the caller reports the run as failed either way)
+        pass
 
 
 def held_reasons(table) -> dict[str, list[str]]:
