@@ -192,8 +192,8 @@ class NetBox:
         try:
             rows = graphql.answer(resp.status_code, doc, resp.text)
         except graphql.Unsupported as exc:
-            if self._graphql:  # it answered before: a refusal now is a fault, not a version
-                raise NetBoxRequestError(str(exc), hint="the GraphQL query and this NetBox disagree") from None
+            if self._graphql:  # it answered this before: a refusal now is NetBox's state, not its version
+                raise NetBoxUnavailable(str(exc), hint="NetBox's GraphQL answered this query before; try again") from None
             log.warning("%s; reading devices over REST (costs NetBox more CPU)", exc)
             self._graphql = False
             return None

@@ -88,11 +88,23 @@ CALL_WORST_S = call_worst_s()
 WORST_CASE_S = worst_case_s()
 
 
+#: POSTs that only read: bringup sends GraphQL queries, never mutations (bringup.netbox.graphql)
+READ_ONLY_POSTS = ("/graphql/",)
+
+
+def idempotent(method: str | None, url: str | None) -> bool:
+    """May this request be sent again after a connection broke mid-way? A GraphQL query
+    may: it reads. (Without it, a pooled keep-alive connection that gunicorn closed as it
+    was reused — its keep-alive is 2 s, a poll's pause — broke a read: measured.)"""
+    m = (method or "").upper()
+    return m in IDEMPOTENT or (m == "POST" and (url or "").split("?")[0].endswith(READ_ONLY_POSTS))
+
+
 class IdempotentRetry(Retry):
-    """A broken connection is retried for idempotent methods only; the rest as Retry."""
+    """A broken connection is retried for idempotent requests only; the rest as Retry."""
 
     def increment(self, method=None, url=None, response=None, error=None, _pool=None, _stacktrace=None):
-        if error is not None and self._is_read_error(error) and (method or "").upper() not in IDEMPOTENT:
+        if error is not None and self._is_read_error(error) and not idempotent(method, url):
             # read=False: Retry re-raises the error itself instead of counting it
             return Retry.increment(self.new(read=False), method, url, response, error, _pool, _stacktrace)
         return super().increment(method, url, response, error, _pool, _stacktrace)

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bringup.errors import NetBoxRequestError, NotFoundError
+from bringup.errors import NetBoxRequestError, NetBoxUnavailable, NotFoundError
 from bringup.netbox import graphql
 from bringup.netbox.adapter import NetBox
 from bringup.sku import load_skus
@@ -89,14 +89,14 @@ def test_a_netbox_with_graphql_off_is_read_over_rest_from_then_on():
     assert len(api.posts) == 1 and api.rest == 2   # asked once
 
 
-def test_a_query_this_netbox_refuses_falls_back_to_rest_once_but_is_a_fault_after_it_answered():
+def test_a_query_this_netbox_refuses_falls_back_to_rest_once_but_is_transient_after_it_answered():
     refused = (REC["refused_filter"]["status"], REC["refused_filter"]["answer"])
     api = Api(refused)
     assert [n.name for n in NetBox(api).nodes()] == ["n1"] and api.rest == 1
     api = Api((200, REC["nodes_query"]["answer"]), (200, {"data": {"device_list": []}}), refused)
     nb = NetBox(api)
     nb.nodes()
-    with pytest.raises(NetBoxRequestError, match="cannot represent"):
+    with pytest.raises(NetBoxUnavailable, match="cannot represent"):   # retried by the callers' outage budget
         nb.nodes()
 
 

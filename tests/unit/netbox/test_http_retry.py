@@ -50,3 +50,16 @@ def test_a_503_is_retried_for_a_post_and_a_500_is_not():
     r = retry_policy(3)
     assert r.is_retry("POST", 503) and r.is_retry("GET", 502)
     assert not r.is_retry("POST", 500) and not r.is_retry("GET", 404)
+
+
+@pytest.mark.parametrize("url", ["/graphql/", "/graphql/?x=1"])
+def test_a_graphql_query_on_a_dropped_connection_is_sent_again(url):
+    """bringup's GraphQL POSTs only read: a keep-alive connection gunicorn closed under one
+    (its keep-alive is 2 s, a poll's pause) is sent again like a GET, not a lost read."""
+    again = retry_policy(3).increment("POST", url, error=dropped())
+    assert again.read == 2 and again.total == 2
+
+
+def test_a_post_elsewhere_is_still_not_sent_again():
+    with pytest.raises(ProtocolError):
+        retry_policy(3).increment("POST", "/api/extras/journal-entries/", error=dropped())
