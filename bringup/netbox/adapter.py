@@ -102,6 +102,11 @@ class NetBox:
         self.api = api
         self._graphql = graphql
 
+    def _authorization(self) -> str:
+        """The Authorization header of a raw request (v2 tokens ``nbt_...`` are Bearer)."""
+        token = self.api.token or ""
+        return f"Bearer {token}" if token.startswith("nbt_") else f"Token {token}"
+
     @property
     def reads_through(self) -> str:
         """``graphql``, ``rest``, or ``unknown`` before the first node read."""
@@ -177,8 +182,7 @@ class NetBox:
     def _graphql_views(self, q: tuple[str, dict[str, Any]]) -> list[dict[str, Any]] | None:
         """The devices a GraphQL query returns, as views; ``None`` when this NetBox does not
         serve it (then, from now on, this adapter reads over REST)."""
-        token = self.api.token or ""
-        auth = f"Bearer {token}" if token.startswith("nbt_") else f"Token {token}"
+        auth = self._authorization()
         web = self.api.base_url.rstrip("/").removesuffix("/api")
         resp = self.api.http_session.request(
             "POST", f"{web}/graphql/", json={"query": q[0], "variables": q[1]},
@@ -273,8 +277,7 @@ class NetBox:
         (its ``?fields=``): a device costs NetBox far less CPU that way. That list also limits
         the fields NetBox *accepts*, so a field written but left out of it would be dropped
         without a word: a PATCH's list is always its body's keys."""
-        token = self.api.token or ""
-        auth = f"Bearer {token}" if token.startswith("nbt_") else f"Token {token}"
+        auth = self._authorization()
         resp = self.api.http_session.request(
             method, f"{self.api.base_url}/dcim/devices/{node_id}/", json=body,
             params={"fields": ",".join(["id", *(body or read)])} if (body or read) else None,
