@@ -98,11 +98,17 @@ def test_failure_line_after_any_launcher_prefix(prefix):
 
 
 def test_srun_task_exit_is_read_from_stderr():
-    # constructed from srun's own format (slurm src/srun: error("%s: %s: Exited with exit code
-    # %d", host, tasks, rc) behind srun's "srun: error: "), no recorded output was found
+    # recorded: Slurm's report of a GPU job step whose task 3 exited 255 and whose other tasks
+    # srun then terminated (flowpm #80), as the stderr of a run with the recorded rows of nccl #1039
     rows = fixture("nccl-tests", "nccl1039-aborted-rows-no-summary.txt")
-    p = parse_nccl_run(rows, stderr="srun: error: job-1111-2222-0: task 0: Exited with exit code 3\n")
+    report = fixture("nccl-tests", "flowpm80-srun-task-exit-and-terminated.txt")
+    p = parse_nccl_run(rows, stderr=report)
+    (f,) = [f for f in assess(p, LIMITS) if f["severity"] == "fail"]
+    assert f["code"] == "nccl_launcher_failed" and "task 3: Exited with exit code 255" in f["message"]
+    # the report alone, with no table, is a failed run, not output nobody understood
+    p = parse_nccl_run(report)
     assert codes(assess(p, LIMITS), "fail") == ["nccl_launcher_failed"]
+    # constructed from srun's own format for a task killed by a signal ("tasks 0-7: Killed")
     p = parse_nccl_run(rows, stderr="srun: error: worker-1: tasks 0-7: Killed\n")
     assert codes(assess(p, LIMITS), "fail") == ["nccl_launcher_failed"]
 
