@@ -31,6 +31,13 @@ from .postgres import SUPERUSER, Postgres
 PRISTINE_DB = "nbpristine_" + NETBOX_VERSION.replace(".", "_")
 LIVE_DB = "netbox"
 ADMIN_USER = "admin"
+#: the server and static-file layer, pinned: the lab installs nothing it did not test with
+GUNICORN_VERSION = "26.2.0"
+WHITENOISE_VERSION = "6.12.0"
+#: seconds a starting NetBox has to answer /login/: each gunicorn worker imports Django and
+#: NetBox (about 5 CPU-s); on a 2-core machine that is also running a test suite's other
+#: servers and burn-ins that took more than 90 s (seen)
+START_TIMEOUT_S = 240.0
 
 CONFIGURATION = '''\
 """NetBox configuration written by `bringup lab up`. Secrets are read from files."""
@@ -144,7 +151,8 @@ class NetBox:
             shutil.rmtree(self.venv)  # a half-finished install: start over
         subprocess.run([find_python312(), "-m", "venv", str(self.venv)], check=True)
         r = subprocess.run([str(self.venv / "bin/pip"), "install", "-q", "--disable-pip-version-check",
-                            f"netbox=={NETBOX_VERSION}", "gunicorn", "whitenoise"],
+                            f"netbox=={NETBOX_VERSION}", f"gunicorn=={GUNICORN_VERSION}",
+                            f"whitenoise=={WHITENOISE_VERSION}"],
                            capture_output=True, text=True, check=False)
         if r.returncode != 0:
             raise LabError(f"pip install netbox=={NETBOX_VERSION} failed:\n{r.stderr[-2000:]}")
@@ -264,12 +272,27 @@ class NetBox:
         procs.start(name, [str(self.venv / "bin/gunicorn"), "--bind", f"{HOST}:{port}",
                            "--workers", str(workers), "--threads", "4", "--timeout", "120",
                            "--max-requests", "5000", "--max-requests-jitter", "500",
+                           *self._control_socket(name),
                            "--chdir", str(self.root), "bringup_wsgi:application"],
                     run_dir=self.paths.run, log_dir=self.paths.logs,
                     env=self.overrides(db, redis_db))
-        procs.wait_until(lambda: self.ready(port), timeout=90, what=f"NetBox ({name})",
-                         log=self.paths.logs / f"{name}.log",
-                         alive=lambda: procs.pid_of(self.paths.run, name) is not None)
+        try:
+            procs.wait_until(lambda: self.ready(port), timeout=START_TIMEOUT_S, what=f"NetBox ({name})",
+                             log=self.paths.logs / f"{name}.log",
+                             alive=lambda: procs.pid_of(self.paths.run, name) is not None)
+        except LabError:
+            # a server that never answered is not left running (its caller never got a
+            # handle to stop it: seen, a gunicorn and its workers still booting after the
+            # test session that started them had ended)
+            self.stop(name)
+            raise
+
+    def _control_socket(self, name: str) -> list[str]:
+        """One control socket per server: gunicorn's default is one path per user
+        ($HOME/.gunicorn/gunicorn.ctl), which every scenario's NetBox took over in turn. A
+        path past the kernel's limit for a unix socket (107 bytes) gets none."""
+        path = self.paths.run / f"{name}.ctl"
+        return ["--control-socket", str(path)] if len(str(path).encode()) <= 107 else ["--no-control-socket"]
 
     def ready(self, port: int = NETBOX_PORT) -> bool:
         try:

@@ -99,8 +99,8 @@ def scenario_netbox(netbox_install, postgres, netbox_token):
 
     def make(role: str) -> ScenarioNetBox:
         srv = ScenarioNetBox(netbox_install, postgres, role, netbox_token)
+        made.append(srv)      # before start: a server that failed to start is stopped too
         srv.start()
-        made.append(srv)
         return srv
 
     yield make
