@@ -48,6 +48,14 @@ def _graphql(session: requests.Session, api: str, q: tuple[str, dict]) -> reques
     return resp
 
 
+def _if_match_bulk(session: requests.Session, api: str, did: int) -> requests.Response:
+    """A conditional write as the lease sends it, through the list endpoint: the ETag of a
+    read, then the bulk PATCH under If-Match (two requests: the pair is what a renewal costs)."""
+    etag = session.get(f"{api}/dcim/devices/{did}/", params={"fields": "id"}).headers.get("ETag", "")
+    return session.patch(f"{api}/dcim/devices/", params={"fields": "id"}, headers={"If-Match": etag},
+                         json=[{"id": did, "custom_fields": {"bringup_reason": "bench/netbox_requests.py"}}])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=20)
@@ -78,6 +86,12 @@ def main() -> None:
         "device write (PATCH custom field)": lambda: session.patch(
             f"{api}/dcim/devices/{did}/", params={"fields": "id,custom_fields"},
             json={"custom_fields": {"bringup_reason": "bench/netbox_requests.py"}}),
+        # the same write through the list endpoint (a list of one): NetBox's bulk update
+        # looks the object up without the filter set a detail URL builds
+        "device write (bulk PATCH of one)": lambda: session.patch(
+            f"{api}/dcim/devices/", params={"fields": "id,custom_fields"},
+            json=[{"id": did, "custom_fields": {"bringup_reason": "bench/netbox_requests.py"}}]),
+        "device write (bulk PATCH of one, If-Match)": lambda: _if_match_bulk(session, api, did),
         "journal entry (POST)": lambda: session.post(f"{api}/extras/journal-entries/", json={
             "assigned_object_type": "dcim.device", "assigned_object_id": did, "kind": "info",
             "comments": "bench/netbox_requests.py"}),

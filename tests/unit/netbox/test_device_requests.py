@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
+from bringup.errors import NotFoundError
 from bringup.netbox.adapter import NetBox
 from bringup.sku import load_skus
 
@@ -26,8 +29,14 @@ class Device:
         return SimpleNamespace(tags=[SimpleNamespace(slug=t) for t in self.doc["tags"]])
 
     def request(self, method, url, json=None, headers=None, params=None):
-        self.sent.append((method, params, json))
+        bulk = url.endswith("/dcim/devices/")
+        self.sent.append((f"{method}(list)" if bulk else method, params, json))
         wanted = set((params or {}).get("fields", "").split(",")) - {""}
+        if bulk:   # a bulk write: a list of objects, each naming its id
+            json = dict(json[0])
+            if json.pop("id") != self.doc["id"]:
+                return SimpleNamespace(ok=False, status_code=400, headers={}, json=lambda: {},
+                                       text='{"errors":[{"id":9,"errors":{"id":["Object with ID 9 does not exist"]}}]}')
         if method == "PATCH":
             for key, value in (json or {}).items():
                 if wanted and key not in wanted:
@@ -47,9 +56,11 @@ def test_a_write_is_one_patch_that_netbox_takes_whole():
     dev = Device()
     NetBox(dev).update_node(7, stage="discovered", status="staged", fields={"bringup_reason": "x"},
                             add_tags=["reburnin"], tags=["pool-a"])
-    assert [m for m, _, _ in dev.sent] == ["PATCH"]
-    (_, params, body) = dev.sent[0]
-    assert set(params["fields"].split(",")) == {"id", *body}   # every field sent is one NetBox accepts
+    # to the device list (a bulk write of one: no filter set built to find the device)
+    assert [m for m, _, _ in dev.sent] == ["PATCH(list)"]
+    (_, params, (body,)) = dev.sent[0]
+    assert body["id"] == 7
+    assert set(params["fields"].split(",")) == set(body)   # every field sent is one NetBox accepts
     assert dev.doc["status"] == "staged" and dev.doc["tags"] == ["pool-a", "reburnin"]
     assert dev.doc["custom_fields"] == {"bringup_stage": "discovered", "bringup_reason": "x"}
 
@@ -57,8 +68,20 @@ def test_a_write_is_one_patch_that_netbox_takes_whole():
 def test_a_change_of_tags_without_the_tags_known_reads_them_first():
     dev = Device()
     NetBox(dev).update_node(7, remove_tags=["pool-a"], add_tags=["quarantine"])
-    assert [m for m, _, _ in dev.sent] == ["GET(full)", "PATCH"]
+    assert [m for m, _, _ in dev.sent] == ["GET(full)", "PATCH(list)"]
     assert dev.doc["tags"] == ["quarantine"]
+
+
+def test_a_write_to_a_device_netbox_no_longer_has_is_not_found():
+    # NetBox answers a bulk write naming an unknown id with 400 "Object with ID 9 does not exist"
+    with pytest.raises(NotFoundError, match="device #9 is gone"):
+        NetBox(Device()).update_node(9, stage="discovered")
+
+
+def test_a_conditional_write_stays_on_the_device_url_for_its_etag():
+    dev = Device()
+    assert NetBox(dev).set_fields_if_match(7, {"bringup_lease": "x"}, 'W/"v0"') == 'W/"v1"'
+    assert [m for m, _, _ in dev.sent] == ["PATCH"]
 
 
 def test_nothing_to_write_sends_nothing():
