@@ -90,15 +90,24 @@ class Lab:
         NetBox release installed and its pristine database built (restored from the
         committed dump in seconds, else migrated in minutes; once per NetBox version). The
         test suite runs this first, outside any test's time limit. Each step is reported
-        as it starts and ends (plain lines by default); returns seconds per step."""
+        as it starts and ends (plain lines by default); returns seconds per step. What it
+        started it stops again (`make test` left PostgreSQL and Redis running after the
+        suite, whose fixtures stop only what they started); a lab already up stays up."""
         steps = Steps(report)
         self.paths.ensure()
-        for name, fn in (("postgresql", self.pg.start), ("redis", self.redis.start),
-                         ("netbox install", self.netbox.ensure_venv), ("netbox config", self.netbox.write_config),
-                         ("netbox static files", self.netbox.ensure_static),
-                         ("netbox pristine db", lambda: self.netbox.ensure_pristine(steps.report.note)),
-                         ("gpu stand-ins", lambda: ensure_built(self.paths.home))):
-            steps.run(name, fn)
+        serving = {name: procs.port_open(HOST, port) for name, port in (("pg", PG_PORT), ("redis", REDIS_PORT))}
+        try:
+            for name, fn in (("postgresql", self.pg.start), ("redis", self.redis.start),
+                             ("netbox install", self.netbox.ensure_venv), ("netbox config", self.netbox.write_config),
+                             ("netbox static files", self.netbox.ensure_static),
+                             ("netbox pristine db", lambda: self.netbox.ensure_pristine(steps.report.note)),
+                             ("gpu stand-ins", lambda: ensure_built(self.paths.home))):
+                steps.run(name, fn)
+        finally:
+            if not serving["redis"]:
+                self.redis.stop()
+            if not serving["pg"]:
+                self.pg.stop()
         return steps.timings
 
     def up(self, report: Reporter | None = None, with_sims: bool = True,
