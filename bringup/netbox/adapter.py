@@ -18,7 +18,6 @@ from typing import Any
 
 import pynetbox
 import requests
-from requests.adapters import HTTPAdapter
 
 from bringup.errors import (
     NetBoxAuthError,
@@ -33,30 +32,11 @@ from bringup.netbox import graphql
 from bringup.netbox.devices import DeviceState, NodeRecord  # importers find them here too
 from bringup.netbox.devices import choice_value as _value
 from bringup.netbox.devices import node_record as _record
-from bringup.netbox.http_retry import CONNECT_TIMEOUT_S, HTTP_RETRIES, READ_TIMEOUT_S, retry_policy
+from bringup.netbox.http_retry import connect as connect  # importers find it here too
+from bringup.netbox.journal_once import JournalOnce
 
 DEVICE_ROLE = "gpu-server"
 log = logging.getLogger(__name__)
-
-
-def connect(url: str, token: str, *, timeout: float | tuple[float, float] = (CONNECT_TIMEOUT_S, READ_TIMEOUT_S),
-            retries: int = HTTP_RETRIES) -> pynetbox.api:
-    """A pynetbox API with timeouts (connect, read) and retries (:func:`retry_policy`): the
-    HTTP layer of NetBox's retry budget (:mod:`bringup.netbox.http_retry`)."""
-    api = pynetbox.api(url, token=token)
-    session = requests.Session()
-    retry = retry_policy(retries)
-    session.mount("http://", HTTPAdapter(max_retries=retry, pool_maxsize=32))
-    session.mount("https://", HTTPAdapter(max_retries=retry, pool_maxsize=32))
-    original = session.request
-
-    def request_with_timeout(method, url, **kw):
-        kw.setdefault("timeout", timeout)
-        return original(method, url, **kw)
-
-    session.request = request_with_timeout  # type: ignore[method-assign]
-    api.http_session = session
-    return api
 
 
 def raise_for_status(status: int, detail: str) -> None:
@@ -100,6 +80,7 @@ class NetBox:
         (False), or find out at the first read (None: GraphQL unless NetBox refuses it)."""
         self.api = api
         self._graphql = graphql
+        self._journal = JournalOnce(self._post_journal, self._journal_since, self._delete_journal)
 
     def _authorization(self) -> str:
         """The Authorization header of a raw request (v2 tokens ``nbt_...`` are Bearer)."""
@@ -345,11 +326,24 @@ class NetBox:
 
     @_guard
     def journal(self, node_id: int, comments: str, kind: str = "info") -> int:
-        """A journal entry on the device: the evidence people read in NetBox's UI."""
-        entry = self.api.extras.journal_entries.create({
-            "assigned_object_type": "dcim.device", "assigned_object_id": node_id,
-            "kind": kind, "comments": comments})
-        return entry.id
+        """A journal entry on the device: the evidence people read in NetBox's UI. Once, even
+        when NetBox's answer to it is lost (:mod:`bringup.netbox.journal_once`)."""
+        return self._journal.write(node_id, comments, kind)
+
+    def _post_journal(self, node_id: int, comments: str, kind: str) -> int:
+        return self.api.extras.journal_entries.create({"assigned_object_type": "dcim.device",
+                                                       "assigned_object_id": node_id, "kind": kind,
+                                                       "comments": comments}).id
+
+    def _delete_journal(self, entry_id: int) -> None:
+        resp = self.api.http_session.request("DELETE", f"{self.api.base_url}/extras/journal-entries/{entry_id}/",
+                                             headers={"Authorization": self._authorization()})
+        if not resp.ok and resp.status_code != 404:   # gone already is what was asked
+            raise_for_status(resp.status_code, resp.text)
+
+    def _journal_since(self, node_id: int, since: datetime) -> list[tuple[int, str]]:
+        return [(e.id, e.comments) for e in self.api.extras.journal_entries.filter(
+            assigned_object_type="dcim.device", assigned_object_id=node_id, created_after=since.isoformat())]
 
     @_guard
     def journal_texts(self, entry_ids: list[int]) -> dict[int, str]:

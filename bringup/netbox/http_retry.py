@@ -7,7 +7,7 @@ layer          where                       budget
 =============  ==========================  ==================================================
 HTTP session   :func:`retry_policy`,       each try: connect :data:`CONNECT_TIMEOUT_S` (5 s),
                mounted by                  read :data:`READ_TIMEOUT_S` (30 s); sent again
-               ``netbox.adapter.connect``  :data:`HTTP_RETRIES` (3) times, after the pauses
+               :func:`connect`             :data:`HTTP_RETRIES` (3) times, after the pauses
                                            :data:`HTTP_PAUSES_S` (0, 1, 2 s)
 records        ``netbox.records``          a call that finds NetBox unreachable is made
                (``NetBoxRecords``)         again after the pauses :data:`OUTAGE_BACKOFF`
@@ -43,6 +43,9 @@ the records layer waits out a longer outage instead.
 
 from __future__ import annotations
 
+import pynetbox
+import requests
+from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from bringup.retry import Backoff
@@ -117,6 +120,26 @@ def retry_policy(retries: int = HTTP_RETRIES) -> Retry:
                            allowed_methods=None, raise_on_status=False, respect_retry_after_header=False)
 
 
+def connect(url: str, token: str, *, timeout: float | tuple[float, float] = (CONNECT_TIMEOUT_S, READ_TIMEOUT_S),
+            retries: int = HTTP_RETRIES) -> pynetbox.api:
+    """A pynetbox API with timeouts (connect, read) and retries (:func:`retry_policy`): the
+    HTTP layer of NetBox's retry budget (:mod:`bringup.netbox.http_retry`)."""
+    api = pynetbox.api(url, token=token)
+    session = requests.Session()
+    retry = retry_policy(retries)
+    session.mount("http://", HTTPAdapter(max_retries=retry, pool_maxsize=32))
+    session.mount("https://", HTTPAdapter(max_retries=retry, pool_maxsize=32))
+    original = session.request
+
+    def request_with_timeout(method, url, **kw):
+        kw.setdefault("timeout", timeout)
+        return original(method, url, **kw)
+
+    session.request = request_with_timeout  # type: ignore[method-assign]
+    api.http_session = session
+    return api
+
+
 __all__ = ["CALL_WORST_S", "CONNECT_TIMEOUT_S", "HTTP_BACKOFF_FACTOR", "HTTP_PAUSES_S", "HTTP_RETRIES",
            "IDEMPOTENT", "OUTAGE_BACKOFF", "OUTAGE_S", "READ_TIMEOUT_S", "WORST_CASE_S", "IdempotentRetry",
-           "call_worst_s", "http_pauses_s", "retry_policy", "worst_case_s"]
+           "call_worst_s", "connect", "http_pauses_s", "retry_policy", "worst_case_s"]
