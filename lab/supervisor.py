@@ -95,7 +95,7 @@ class Lab:
         suite, whose fixtures stop only what they started); a lab already up stays up."""
         steps = Steps(report)
         self.paths.ensure()
-        serving = {name: procs.port_open(HOST, port) for name, port in (("pg", PG_PORT), ("redis", REDIS_PORT))}
+        pg_was_up, redis_was_up = procs.port_open(HOST, PG_PORT), procs.port_open(HOST, REDIS_PORT)
         try:
             for name, fn in (("postgresql", self.pg.start), ("redis", self.redis.start),
                              ("netbox install", self.netbox.ensure_venv), ("netbox config", self.netbox.write_config),
@@ -104,9 +104,9 @@ class Lab:
                              ("gpu stand-ins", lambda: ensure_built(self.paths.home))):
                 steps.run(name, fn)
         finally:
-            if not serving["redis"]:
+            if not redis_was_up:
                 self.redis.stop()
-            if not serving["pg"]:
+            if not pg_was_up:
                 self.pg.stop()
         return steps.timings
 

@@ -250,6 +250,18 @@ class NetBox:
             self._write_device(node_id, body)
 
     # --- one device's custom fields with its version: compare-and-swap (node leases) ---------
+    def _raw(self, method: str, path: str, *, json: Any = None, params: dict[str, str] | None = None,
+             headers: dict[str, str] | None = None, allow: tuple[int, ...] = ()) -> requests.Response:
+        """A request pynetbox cannot make (it hides the ETag, sends no If-Match, writes no
+        list) on ``path`` under the API. A refusal raises, but for the statuses in ``allow``,
+        which the caller reads itself."""
+        resp = self.api.http_session.request(
+            method, f"{self.api.base_url}/{path}", json=json, params=params,
+            headers={"Accept": "application/json", "Authorization": self._authorization(), **(headers or {})})
+        if not resp.ok and resp.status_code not in allow:
+            raise_for_status(resp.status_code, resp.text)
+        return resp
+
     def _device(self, method: str, node_id: int, *, headers: dict[str, str] | None = None,
                 body: dict[str, Any] | None = None, read: tuple[str, ...] = ()) -> requests.Response:
         """A raw request on one device: pynetbox hides the ETag header and sends no If-Match.
@@ -257,23 +269,15 @@ class NetBox:
         (its ``?fields=``): a device costs NetBox far less CPU that way. That list also limits
         the fields NetBox *accepts*, so a field written but left out of it would be dropped
         without a word: a PATCH's list is always its body's keys."""
-        auth = self._authorization()
-        resp = self.api.http_session.request(
-            method, f"{self.api.base_url}/dcim/devices/{node_id}/", json=body,
-            params={"fields": ",".join(["id", *(body or read)])} if (body or read) else None,
-            headers={"Accept": "application/json", "Authorization": auth, **(headers or {})})
-        if not resp.ok:
-            raise_for_status(resp.status_code, resp.text)
-        return resp
+        return self._raw(method, f"dcim/devices/{node_id}/", json=body, headers=headers,
+                         params={"fields": ",".join(["id", *(body or read)])} if (body or read) else None)
 
     def _write_device(self, node_id: int, body: dict[str, Any]) -> None:
         """A bulk PATCH of one: NetBox finds the device by id alone, where a detail URL builds the
         device filter set first (99 against 219 ms of its CPU, bench/netbox_requests.py). A
         conditional write stays on the detail URL, whose answer carries the new ETag."""
-        resp = self.api.http_session.request(
-            "PATCH", f"{self.api.base_url}/dcim/devices/", json=[{"id": node_id, **body}],
-            params={"fields": ",".join(["id", *body])},
-            headers={"Accept": "application/json", "Authorization": self._authorization()})
+        resp = self._raw("PATCH", "dcim/devices/", json=[{"id": node_id, **body}],
+                         params={"fields": ",".join(["id", *body])}, allow=(400,))
         if resp.status_code == 400 and "does not exist" in resp.text:
             # NetBox answers a bulk write naming a device it does not have with 400, not 404
             raise NotFoundError(f"device #{node_id} is gone from NetBox")
@@ -336,10 +340,7 @@ class NetBox:
                                                        "comments": comments}).id
 
     def _delete_journal(self, entry_id: int) -> None:
-        resp = self.api.http_session.request("DELETE", f"{self.api.base_url}/extras/journal-entries/{entry_id}/",
-                                             headers={"Authorization": self._authorization()})
-        if not resp.ok and resp.status_code != 404:   # gone already is what was asked
-            raise_for_status(resp.status_code, resp.text)
+        self._raw("DELETE", f"extras/journal-entries/{entry_id}/", allow=(404,))   # gone already: as asked
 
     def _journal_since(self, node_id: int, since: datetime) -> list[tuple[int, str]]:
         return [(e.id, e.comments) for e in self.api.extras.journal_entries.filter(

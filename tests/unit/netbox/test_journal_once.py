@@ -183,3 +183,20 @@ def test_the_adapter_says_unavailable_for_a_lost_answer():
     api = SimpleNamespace(extras=SimpleNamespace(journal_entries=Entries(j)), token="t", base_url="http://nb/api")
     with pytest.raises(NetBoxUnavailable, match="did not answer in time"):
         NetBox(api, graphql=False).journal(7, "x")
+
+
+@pytest.mark.parametrize("status,raises", [(204, None), (404, None), (503, NetBoxUnavailable)])
+def test_the_adapter_deletes_a_late_twin_by_id_and_a_twin_gone_already_is_fine(status, raises):
+    sent = []
+
+    def request(method, url, json=None, params=None, headers=None):
+        sent.append((method, url, headers["Authorization"]))
+        return SimpleNamespace(ok=status < 300, status_code=status, text="")
+    api = SimpleNamespace(http_session=SimpleNamespace(request=request), token="nbt_k.s", base_url="http://nb/api")
+    delete = NetBox(api, graphql=False)._delete_journal
+    if raises:
+        with pytest.raises(raises):
+            delete(12)
+    else:
+        delete(12)
+    assert sent == [("DELETE", "http://nb/api/extras/journal-entries/12/", "Bearer nbt_k.s")]
