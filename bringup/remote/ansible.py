@@ -202,6 +202,9 @@ def _envvars(tmp: Path, cp: Path, access: SshAccess) -> dict[str, str]:
         "ANSIBLE_SSH_ARGS": ssh_args,
         "ANSIBLE_PRIVATE_KEY_FILE": str(access.key_file),
         "ANSIBLE_PIPELINING": "True",
+        # raw commands (the playbooks' own, tasks/sysroot.yml) without a pseudo-terminal:
+        # stdout and stderr stay apart and lines end in \n, as with a module
+        "ANSIBLE_SSH_USETTY": "False",
         "ANSIBLE_SSH_RETRIES": "0",
         "ANSIBLE_TIMEOUT": "10",
         # the image installs python3 there; discovery could pick a stray one from a profile

@@ -107,6 +107,26 @@ def test_pack_agent_leaves_caches_out(tmp_path):
     assert not any("__pycache__" in n for n in names)
 
 
+def test_pack_agent_carries_the_plan_beside_the_package(tmp_path):
+    """burnin.yml moves plan.json from the archive to the node's work folder: the plan is
+    in the archive, readable, and the package still unpacks under burnin/."""
+    import json
+    import tarfile
+    agent = tmp_path / "burnin"
+    agent.mkdir()
+    (agent / "__main__.py").write_text("print('x')\n")
+    plan = {"schema_version": 1, "checks": ["inventory", "ecc"], "budget_s": 120}
+    archive = pack_agent(agent, tmp_path, plan)
+    with tarfile.open(archive) as tar:
+        assert sorted(tar.getnames()) == ["burnin", "burnin/__main__.py", "plan.json"]
+        member = tar.getmember("plan.json")
+        assert member.mode == 0o644
+        assert json.loads(tar.extractfile(member).read()) == plan
+    without = pack_agent(agent, tmp_path)
+    with tarfile.open(without) as tar:
+        assert "plan.json" not in tar.getnames()
+
+
 def test_a_node_that_never_returns_is_reported_with_the_whole_wait_not_the_last_slice():
     """Seen on the fault suite: "no SSH answer within 0s" for a node waited on for 300 s."""
     m = load_manifest("ubuntu-2404-cuda128")
