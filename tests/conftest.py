@@ -47,11 +47,12 @@ if ports.WORKER:
 
 #: tests that use a fleet lab (its fixed loopback addresses and ports) -> the xdist group
 #: they must carry, so that one worker runs them all
-FLEET_FIXTURES = {"flow_lab": "flow8", "flow8b_lab": "flow8b", "fault_lab": "faults", "watch_lab": "watch",
-                  "bmcsim": "bmcsim"}
+FLEET_FIXTURES = {"flow_lab": "flow8", "flow8b_lab": "flow8b", "flow8c_lab": "flow8c", "fault_lab": "faults",
+                  "watch_lab": "watch", "bmcsim": "bmcsim"}
 #: a fixture that stands in for another's lab (tests/integration/faults/conftest.py
-#: overrides ``flow_lab`` with ``flow8b_lab``): where it is used, the other's group is not
-FLEET_SHADOWS = {"flow8b_lab": "flow_lab"}
+#: overrides ``flow_lab`` with ``flow8b_lab``, tests/integration/faults/degraded/conftest.py
+#: with ``flow8c_lab``): where it is used, the other's group is not
+FLEET_SHADOWS = {"flow8b_lab": "flow_lab", "flow8c_lab": "flow_lab"}
 
 
 @pytest.hookimpl(trylast=True)

@@ -10,7 +10,7 @@ database (a template that is only read).
 A fleet lab (tests/fixtures/fleets/*.yaml) has fixed loopback addresses, and here a fixed
 Kubernetes API and seed server port: its tests run on one worker (``xdist_group`` with the
 fleet's name, ``--dist loadgroup``), so its ports need no worker offset. Its NetBox server
-is one of the worker's (role ``flow8``, ``flow8b``, ``faults``, ``watch`` below).
+is one of the worker's (role ``flow8``, ``flow8b``, ``flow8c``, ``faults``, ``watch`` below).
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ SUFFIX = f"-{WORKER}" if WORKER else ""
 HOST = "127.0.0.1"
 
 #: the NetBox servers a slot may start: the ``netbox`` fixture's, one per fleet scenario,
-#: and the one the NetBox-outage test kills (tests/integration/faults/test_netbox_down.py)
-NETBOX_ROLES = ("test", "flow8", "faults", "watch", "outage", "flow8b")
+#: and the one the NetBox-outage test kills (tests/integration/faults/degraded/test_netbox_down.py)
+NETBOX_ROLES = ("test", "flow8", "faults", "watch", "outage", "flow8b", "flow8c")
 #: slot 0 keeps the historical 28081 (test) and 28082 (outage); slots 1.. get 28100 + 10*N
 _SLOT0_NETBOX = {"test": 28081, "outage": 28082, "flow8": 28083, "faults": 28084, "watch": 28085,
-                 "flow8b": 28086}
+                 "flow8b": 28086, "flow8c": 28087}
 
 #: Redis has 16 databases; the lab's NetBox uses 0 and 1. Each slot's NetBox servers
 #: share one pair (tasks, cache): NetBox caches only its configuration revision there,
@@ -82,6 +82,7 @@ FLEETS = {
     "faults": FleetPorts(f"{HOST}:26455", f"{HOST}:28093"),
     "watch": FleetPorts(f"{HOST}:26457", f"{HOST}:28094"),
     "flow8b": FleetPorts(f"{HOST}:26459", f"{HOST}:28095"),
+    "flow8c": FleetPorts(f"{HOST}:26461", f"{HOST}:28096"),
 }
 
 

@@ -10,7 +10,7 @@ So each write whose answer was lost is remembered (node, text, when it was sent)
 same entry is asked for again, the node's entries created since then are read first and
 the one that landed, if any, is the answer. A NetBox that runs again works through its
 queue with several threads, so the lost POST may land just after that read (seen: the
-stall scenario of tests/integration/faults/test_load_and_latency.py): it is read once more
+stall scenario of tests/integration/faults/degraded/test_load_and_latency.py): it is read once more
 after :data:`SETTLE_S`, and after a new POST the entries with the same text are read again
 and all but the first deleted. A write NetBox refused outright (connection refused) is not
 remembered: nothing reached it. Pure of I/O: the adapter hands in the POST, the read and

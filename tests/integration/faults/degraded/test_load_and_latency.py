@@ -4,7 +4,7 @@ NetBox response delayed 2 s by a proxy, ends each node with the verdict it gets 
 the fault, loses no lease of a live run and no result, and ends within a stated bound.
 
 Each scenario walks the fewest nodes of flow8.yaml that show it (on the fault suite's copy,
-flow8b: tests/integration/faults/conftest.py); the verdict each gets without the fault is
+flow8c: tests/integration/faults/degraded/conftest.py); the verdict each gets without the fault is
 the one the whole-fleet commission test asserts (tests/integration/flows/test_commission.py):
 
 - CPU hog, rack r01's fabric pair and its node with a missing GPU: the pair is admitted
@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("flow8b")]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("flow8c")]
 
 STALL_S = 90.0
 DELAY_S = 2.0

@@ -16,7 +16,7 @@ import time
 import pytest
 import yaml
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("flow8b")]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("flow8c")]
 
 NODE = "ft-r01-n01"          # healthy in flow8.yaml
 OUTAGE_S = 10                # how long the records layer rides out the outage before spooling
