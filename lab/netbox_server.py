@@ -58,9 +58,12 @@ DATABASE = {{
     "PASSWORD": _secret("postgres-password"),
     "HOST": {host!r},
     "PORT": {pg_port},
-    # no persistent connections, so a test can drop and re-clone the database under a
-    # running server; health checks make a dropped connection reconnect cleanly
-    "CONN_MAX_AGE": 0,
+    # persistent connections: a new one per request made PostgreSQL fork a backend and
+    # both sides run a SCRAM handshake for every API call (issue #23: the suite is
+    # CPU-bound). A test may still drop and re-clone the database under a running server
+    # (DROP DATABASE ... WITH (FORCE) ends the sessions): the health check before each
+    # request finds the connection dead and opens a new one
+    "CONN_MAX_AGE": 300,
     "CONN_HEALTH_CHECKS": True,
 }}
 _REDIS_DB = int(os.environ.get("BRINGUP_NETBOX_REDIS_DB", "0"))

@@ -147,10 +147,20 @@ class Postgres:
         self.psql(f'CREATE DATABASE "{db}"{tmpl}')
 
     def drop(self, db: str) -> None:
-        # WITH (FORCE) ends sessions still connected (NetBox keeps none: CONN_MAX_AGE=0)
+        # WITH (FORCE) ends sessions still connected (a NetBox server's persistent ones)
         self.psql(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
 
+    def end_sessions(self, db: str) -> None:
+        """End every session on ``db`` (a NetBox server keeps its connections; the next
+        request's health check opens new ones)."""
+        self.psql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                  f"WHERE datname = '{db}' AND pid <> pg_backend_pid()")
+
     def clone(self, template: str, db: str) -> None:
-        """A fresh copy of ``template``: about 0.2 s, which is why tests never migrate."""
+        """A fresh copy of ``template``: about 0.2 s, which is why tests never migrate.
+        A template must have no sessions (PostgreSQL refuses to copy a database in use):
+        those of a server running on it (a scenario's day-one snapshot of its live
+        database) are ended first."""
         self.drop(db)
+        self.end_sessions(template)
         self.create(db, template)

@@ -65,7 +65,8 @@ class ScenarioNetBox:
 
     def fresh_db(self, template: str | None = None) -> None:
         """A fresh clone of the pristine database (or of ``template``) under the running
-        server (its connections are not kept: CONN_MAX_AGE=0), and its cache emptied."""
+        server (the drop ends its persistent connections; its next request opens new
+        ones), and its cache emptied."""
         from lab.netbox_server import PRISTINE_DB
         self.postgres.clone(template or PRISTINE_DB, self.db)
         ports.flush_redis()
@@ -81,7 +82,7 @@ class ScenarioNetBox:
         nb = self.adapter()
         apply_schema(nb, load_schema())
         seed(nb, fleet, load_skus())
-        self.postgres.clone(self.db, day1)    # nothing holds a connection to it now
+        self.postgres.clone(self.db, day1)    # ends the server's sessions on it first
         self._day1.add(day1)
         return nb
 
