@@ -16,38 +16,10 @@ of tests/integration/conftest.py; every test here carries ``xdist_group("flow8c"
 from __future__ import annotations
 
 import pytest
+from flow_copies import flow_lab_copy
 
-from bringup.sku import load_skus, nic_counts
-from lab.fleet import load_fleet
-
-GROUP = "flow8c"
-
-
-@pytest.fixture(scope="session")
-def flow_fleet_path(tmp_path_factory, flow_lab_tools):
-    folder = tmp_path_factory.mktemp("fleets")
-    return flow_lab_tools.shifted(flow_lab_tools.fleet, folder / "flow8c.yaml",
-                                  {"127.11.": "127.15.", "127.21.": "127.25."})
-
-
-@pytest.fixture(scope="session")
-def flow_fleet(flow_fleet_path):
-    return load_fleet(flow_fleet_path, nic_counts(load_skus()))
-
-
-@pytest.fixture(scope="session")
-def flow_netbox(scenario_netbox):
-    return scenario_netbox(GROUP)
-
-
-@pytest.fixture(scope="session")
-def flow8c_lab(tmp_path_factory, flow_lab_tools, flow_fleet, flow_fleet_path, flow_netbox, prefect_server,
-               lab_paths):
-    """The simulators of the copy; yields its settings path."""
-    path, stop = flow_lab_tools.start(GROUP, tmp_path_factory, flow_fleet, flow_fleet_path, flow_netbox,
-                                      prefect_server, lab_paths)
-    yield path
-    stop()
+flow_fleet_path, flow_fleet, flow_netbox, flow8c_lab = flow_lab_copy(
+    "flow8c", {"127.11.": "127.15.", "127.21.": "127.25."})
 
 
 @pytest.fixture(scope="session")
