@@ -123,6 +123,12 @@ def node_env(node: NodeSpec, versions: dict[str, Any], root: Path) -> dict[str, 
     # the node's Python with pynvml, as python3 is on a real node's image
     env["BURNIN_PYTHON"] = sys.executable
     env["BRINGUP_NODE"] = node.name
+    # a simulated node runs as the lab host's user, whose ~/.bashrc is not the node's: bash
+    # reads it for every command over SSH (Debian builds it with SSH_SOURCE_BASHRC) when it
+    # is the top-level shell, and on the lab machines it ran pyenv's init, about 40
+    # processes a session (process accounting: 9,164 sessions in one suite run). SHLVL=1
+    # makes the session's shell a second-level one, which reads no startup file
+    env["SHLVL"] = "1"
     return env
 
 

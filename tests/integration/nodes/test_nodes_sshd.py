@@ -48,6 +48,19 @@ def test_installed_node_answers_ssh_with_its_environment(node_lab):
     assert subprocess.run([sshd_binary(), "-t", "-f", str(cfg)], check=False, capture_output=True).returncode == 0
 
 
+def test_a_command_runs_with_the_nodes_path_not_the_lab_users_startup_files(node_lab):
+    """The node's sessions run as the lab host's user, but with the node's environment
+    only: bash reads that user's ~/.bashrc for a command over SSH unless told it is not the
+    top-level shell (on the lab machines it prepended pyenv's shims to PATH and ran ~40
+    processes per session)."""
+    import re
+    config = NodeDir(node_lab.home, "ok").config.read_text()
+    want = re.search(r'(?<![A-Z_])PATH="([^"]*)"', config).group(1)
+    out = ssh(node_lab, "ok", 'printf %s "$PATH"')
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == want
+
+
 def test_password_and_unknown_keys_are_refused(node_lab, tmp_path):
     other = tmp_path / "other"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
