@@ -103,8 +103,12 @@ def kind(names: list[str]) -> str:
         return "Prefect servers"
     if own == "postgres":
         return "PostgreSQL"
-    if own in ("redis-server", "jemalloc_bg_thd", "bio_aof_fsync", "bio_close_file", "bio_lazy_free"):
+    if own in ("redis-server", "bio_aof_fsync", "bio_close_file", "bio_lazy_free"):
         return "Redis"
+    if own == "jemalloc_bg_thd":
+        # a record names the process by its last thread: jemalloc's background thread is
+        # Redis's, and also that of a Python process with pyarrow loaded (pandas)
+        return "Redis, or Python with pyarrow"
     if own.startswith("rf_service"):
         return "DMTF Redfish validator"
     if own.startswith("stress-ng"):
