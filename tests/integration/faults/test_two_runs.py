@@ -70,8 +70,20 @@ def test_two_runs_at_once_walk_each_node_once_and_the_loser_says_who_holds_it(
         time.sleep(0.05)
     go.touch()
     runs = []
+    # both runs end well inside the test's own limit (2-5 minutes seen; pytest stops the
+    # test at 600 s): a run still going at 480 s is killed and its output shown, so that a
+    # hang says where it was (seen once, 2026-12-06: past 600 s, and pytest's timeout lost
+    # both runs' output; the rerun passed in 150 s)
+    ends = time.monotonic() + 480
     for p in procs:
-        out, err = p.communicate(timeout=900)
+        try:
+            out, err = p.communicate(timeout=max(1.0, ends - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            tail = p.communicate()[1][-4000:]
+            for q in procs:
+                q.kill()
+            pytest.fail(f"run {procs.index(p)} was still going after 480 s; its stderr:\n{tail}")
         assert p.returncode == 0, err[-3000:]
         line = next(ln for ln in out.splitlines() if ln.startswith("RESULT "))
         runs.append(json.loads(line[len("RESULT "):]))
