@@ -79,11 +79,12 @@ def test_two_runs_at_once_walk_each_node_once_and_the_loser_says_who_holds_it(
         try:
             out, err = p.communicate(timeout=max(1.0, ends - time.monotonic()))
         except subprocess.TimeoutExpired:
-            p.kill()
-            tail = p.communicate()[1][-4000:]
-            for q in procs:
+            # this run and the ones not yet read: killed, and each one's stderr shown
+            left = procs[procs.index(p):]
+            for q in left:
                 q.kill()
-            pytest.fail(f"run {procs.index(p)} was still going after 480 s; its stderr:\n{tail}")
+            tails = [f"run {procs.index(q)}:\n{q.communicate()[1][-4000:]}" for q in left]
+            pytest.fail("a run was still going after 480 s; stderr:\n" + "\n---\n".join(tails))
         assert p.returncode == 0, err[-3000:]
         line = next(ln for ln in out.splitlines() if ln.startswith("RESULT "))
         runs.append(json.loads(line[len("RESULT "):]))

@@ -3,6 +3,7 @@ pinned host keys."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -53,7 +54,6 @@ def test_a_command_runs_with_the_nodes_path_not_the_lab_users_startup_files(node
     only: bash reads that user's ~/.bashrc for a command over SSH unless told it is not the
     top-level shell (on the lab machines it prepended pyenv's shims to PATH and ran ~40
     processes per session)."""
-    import re
     config = NodeDir(node_lab.home, "ok").config.read_text()
     want = re.search(r'(?<![A-Z_])PATH="([^"]*)"', config).group(1)
     out = ssh(node_lab, "ok", 'printf %s "$PATH"')
