@@ -178,6 +178,10 @@ class SimRuntime:
         """No fleet report in the bench (its records are not NetBox): nothing to link."""
         return None
 
+    def accepts_after_admission(self) -> bool:
+        """The bench times the lifecycle's steps: no acceptance job after them."""
+        return False
+
     def watch(self, name: str):
         """The bench does not simulate the health watch's looks at serving nodes."""
         raise NotImplementedError(f"no health watch in the bench: cannot look at {name}; "

@@ -14,6 +14,7 @@ from bringup.acceptance.burnin_step import burn_in
 from bringup.acceptance.judge_step import judge
 from bringup.admission.gate_step import gate
 from bringup.admission.kube_steps import cluster_labels, drain, drain_node, isolate, join
+from bringup.admission.share_step import share
 from bringup.context import Context
 from bringup.discovery.discover_step import discover
 from bringup.fabric.fabric_step import fabric
@@ -28,7 +29,7 @@ from bringup.service.reconcile import Row, Target, reconcile_fleet, reconcile_ta
 #: step name (as in lifecycle.TABLE) -> function(ctx, node, params)
 STEPS = {"discover": discover, "firmware": firmware, "bios": bios, "install": install, "configure": configure,
          "burn_in": burn_in,
-         "judge": judge, "fabric": fabric, "join": join, "gate": gate, "drain": drain}
+         "judge": judge, "fabric": fabric, "share": share, "join": join, "gate": gate, "drain": drain}
 
 
 def lifecycle(ctx: Context) -> Lifecycle:

@@ -97,6 +97,9 @@ class Settings(BaseModel):
     #: allow, tried again while they refuse): past it the node stays cordoned in draining,
     #: held with the pods and budgets that block it, and the run fails. Never retried.
     drain_timeout_s: float = Field(default=300.0, gt=0)
+    #: the file the nodes' NVIDIA device plugin reads its config from (its --config-file):
+    #: the ``share`` step writes the pool's MIG strategy and time-slicing there
+    device_plugin_config: str = "/etc/nvidia/k8s-device-plugin/config.yaml"
     #: results NetBox could not take wait here for the next run (None: <state dir>/spool)
     spool_dir: Path | None = None
     #: how long a NetBox write is retried through an outage before the result is spooled

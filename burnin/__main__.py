@@ -1,4 +1,6 @@
-"""``python3 -m burnin run --plan PLAN.json [--out RESULT.json]``.
+"""``python3 -m burnin run --plan PLAN.json [--out RESULT.json]``; and
+``python3 -m burnin sharing (--mig GEOMETRY | --mig-off) [--out RESULT.json]``, the
+node's MIG geometry set and read back (:mod:`burnin.sharing`).
 
 Prints the JSON result document on stdout (progress goes to stderr) and writes it to
 ``--out``. ``--out`` is rewritten as the run goes (before each check starts, after it ends),
@@ -33,7 +35,14 @@ def main(argv=None) -> int:
     run = sub.add_parser("run", help="run a burn-in plan")
     run.add_argument("--plan", required=True, help="plan JSON written by the controller")
     run.add_argument("--out", help="also write the result document here (kept current during the run)")
+    share = sub.add_parser("sharing", help="set the GPUs' MIG geometry (or MIG off) and read it back")
+    which = share.add_mutually_exclusive_group(required=True)
+    which.add_argument("--mig", help='MIG devices per GPU, JSON: {"1g.18gb": 7}')
+    which.add_argument("--mig-off", action="store_true", help="no MIG: instances destroyed, MIG mode disabled")
+    share.add_argument("--out", help="also write the document here")
     args = ap.parse_args(argv)
+    if args.cmd == "sharing":
+        return _sharing(args)
     latest: dict[str, Any] = {}
 
     def on_update(doc: dict[str, Any]) -> None:
@@ -65,6 +74,20 @@ def main(argv=None) -> int:
     on_update(doc)
     sys.stdout.write(_dump(doc))
     return exit_code(doc)
+
+
+def _sharing(args: argparse.Namespace) -> int:
+    from .sharing import apply, parse_geometry
+    try:
+        geometry = None if args.mig_off else parse_geometry(args.mig)
+    except ValueError as exc:
+        print(f"burnin sharing: {exc}", file=sys.stderr)
+        return 2
+    rc, doc = apply(geometry)
+    if args.out:
+        write_atomic(args.out, _dump(doc))
+    sys.stdout.write(_dump(doc))
+    return rc
 
 
 if __name__ == "__main__":

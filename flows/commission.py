@@ -4,7 +4,8 @@ lifecycle's table (see :mod:`flows.walk`).
 Over several racks, with more than one online batch worker, the run dispatches child
 flow runs of whole racks (``commission-batch``) so that every worker takes a share;
 otherwise it walks the nodes itself. Either way it ends with a fleet table artifact
-and one markdown summary per node.
+and one markdown summary per node, then each pool that gained nodes runs its acceptance
+job where the site names its acceptance storage (:func:`new_by_pool`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from bringup.admission.labels import POOL_LABEL
 from bringup.lifecycle.engine import State, parse_state, path
 
 from . import runtime
@@ -62,7 +64,9 @@ def commission(site: str | None = None, rack: str | None = None, tag: str | None
     groups = split(selected, batches) if batches > 0 else []
     if not groups:
         log.info("commissioning %d node(s) in this run", len(selected))
-        return fan_out(selected, params, config=config, force=force)
+        rows = fan_out(selected, params, config=config, force=force)
+        _accept_new(rt, selected, rows, config)
+        return rows
     log.info("commissioning %d node(s) in %d child runs", len(selected), len(groups))
     child = {"burnin_profile": burnin_profile, "force": force, "config": config}
     if fabric_mode != "rack":  # only when asked: a batch deployment of older code lacks the parameter
@@ -85,7 +89,47 @@ def commission(site: str | None = None, rack: str | None = None, tag: str | None
     if failed:
         raise RunFailed(f"child runs did not complete: {'; '.join(failed)}",
                         hint="open them in the Prefect UI; their nodes are held where they stopped")
-    return [r.model_dump() for r in rows]
+    out = [r.model_dump() for r in rows]
+    _accept_new(rt, selected, out, config)
+    return out
+
+
+def new_by_pool(selected, rows: list[dict]) -> dict[str, list[str]]:
+    """pool -> the nodes this run admitted into it (admitted now, not active before)."""
+    before = {s.name: s.stage for s in selected}
+    new: dict[str, list[str]] = {}
+    for r in rows:
+        pool = (r.get("labels") or {}).get(POOL_LABEL)
+        if r.get("verdict") == "admitted" and before.get(r["node"]) != State.ACTIVE.value and pool:
+            new.setdefault(pool, []).append(r["node"])
+    return {p: sorted(n) for p, n in sorted(new.items())}
+
+
+def _accept_new(rt, selected, rows: list[dict], config: str | None, accept=None) -> None:
+    """After the admission of a batch (issue #28): each pool that gained nodes runs its
+    acceptance job (the ``pool-acceptance`` flow, as a child run), where the site names its
+    acceptance storage (settings ``acceptance_data``; without it, ``bringup accept`` runs
+    it on demand). A pool that does not pass holds and cordons the nodes this run admitted
+    into it, and the run fails once every pool has had its turn."""
+    from .pool_acceptance import pool_acceptance
+
+    accept = accept or pool_acceptance
+    new = new_by_pool(selected, rows)
+    if not new:
+        return
+    if not rt.accepts_after_admission():
+        print("pool acceptance not run after admission: the settings name no acceptance_data "
+              f"(run `bringup accept --pool P` for {', '.join(new)})")
+        return
+    failed = []
+    for pool, nodes in new.items():
+        try:
+            accept(pool, new_nodes=nodes, config=config)
+        except RunFailed as exc:
+            failed.append(f"pool {pool}: {exc}")
+    if failed:
+        raise RunFailed("pool acceptance did not pass: " + "; ".join(failed),
+                        hint="the pools' new nodes are held with the reason; see the pool-acceptance runs")
 
 
 @flow(name="commission-batch", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=1024))

@@ -1,5 +1,6 @@
 """The main job on the lab: commission the seeded fleet through the Prefect deployment
-and print who joined Kubernetes with which labels, who was cordoned and why.
+and print who joined Kubernetes with which labels, who was cordoned and why, and each
+pool's acceptance run (trained, checkpointed, restored: its figures and verdict).
 
 ``make demo`` runs ``bringup lab up``, ``bringup lab seed`` and then this module.
 """
@@ -10,7 +11,7 @@ import os
 import sys
 import time
 
-from bringup.insight.run_summary import acceptance_text, summary_text
+from bringup.insight.run_summary import acceptance_text, pool_acceptance_text, summary_text
 
 
 def main(site: str | None = None, timeout: float = 3600.0) -> int:
@@ -39,6 +40,8 @@ def main(site: str | None = None, timeout: float = 3600.0) -> int:
     print(summary_text(reports))
     print()
     print(acceptance_text(_acceptance(ctx, [r.node for r in reports])))
+    print()
+    print(pool_acceptance_text(_pool_acceptances(ctx, site)))
     print()
     print(f"Prefect UI: {ctx.settings.prefect_api_url.removesuffix('/api')}/runs/flow-run/{run.id}")
     print(f"NetBox:     {ctx.settings.netbox_url}/dcim/devices/?site={site}")
@@ -75,6 +78,13 @@ def _acceptance(ctx, names: list[str]) -> list:
                 docs.append({"verdict": "unreadable", "reasons": [str(exc)], "checks": []})
         rows.append((rec.name, *docs))
     return rows
+
+
+def _pool_acceptances(ctx, site: str) -> list:
+    """Each pool of the site and its latest acceptance as NetBox holds it (None: never run)."""
+    from bringup.workload.record import latest
+    pools = sorted({str(rec.pool.get("name")) for rec in ctx.netbox.nodes(site=site) if rec.pool.get("name")})
+    return [(pool, latest(ctx.netbox, pool)) for pool in pools]
 
 
 def _report(ctx, site: str) -> str:

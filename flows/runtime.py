@@ -64,6 +64,11 @@ class Runtime(Protocol):
         makes no report."""
         ...
 
+    def accepts_after_admission(self) -> bool:
+        """Whether a pool that gains nodes runs its acceptance job at the end of the run
+        (the site names its acceptance storage)."""
+        ...
+
 
 class SiteRuntime:
     """The real thing: NetBox, BMCs, nodes and the cluster named by one settings file."""
@@ -82,6 +87,9 @@ class SiteRuntime:
     def select(self, **selection: Any) -> list:
         from bringup.pipeline import select
         return select(self.ctx, **selection)
+
+    def accepts_after_admission(self) -> bool:
+        return bool(self.ctx.settings.acceptance_data)
 
     def due_for_reburnin(self, **selection: Any) -> list:
         from bringup.pipeline import due_for_reburnin

@@ -70,6 +70,9 @@ class FaultKind(StrEnum):
     GPUBURN_FAULTY = "gpuburn_faulty"
     GPUBURN_NO_START = "gpuburn_no_start"    # gpu: its gpu-burn test cannot start (0 work, says OK)
     GPU_SERIAL_SWAPPED = "gpu_serial_swapped"  # gpu: NVML reports another serial than the BMC did
+    # gpu: index (every GPU when absent): its MIG mode stays pending, as when the reset a mode
+    # change needs cannot be done now; NVML's SetMigMode answers activation RESET_REQUIRED
+    MIG_PENDING = "mig_pending"
     # NCCL / fabric
     LOW_BUSBW = "low_busbw"                  # value: GB/s at the largest sizes
     NCCL_WRONG = "nccl_wrong"                # value: #wrong count

@@ -8,7 +8,9 @@ again: what exists is left as it is.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from bringup.errors import NetBoxError, NotFoundError
 from bringup.lifecycle.engine import initial_fields
@@ -17,6 +19,8 @@ from bringup.netbox.schema import marked
 from bringup.sku import SkuSpec
 
 from .fleet import BMC_IFACE, MGMT_IFACE, FleetProfile
+
+TRAINER = Path(__file__).resolve().parent / "workloads" / "trainer.py"
 
 
 @dataclass
@@ -49,6 +53,11 @@ def seed(nb: NetBox, fleet: FleetProfile, skus: dict[str, SkuSpec]) -> SeedRepor
             {"name": slug, "slug": slug, "color": "607d8b", "description": marked(f"node pool {name}")})
         pool_tags[name] = tag
         data = {"bringup_pool": {"name": name, **pool.model_dump()}}
+        acceptance = data["bringup_pool"]["acceptance"]
+        if acceptance and "command" not in acceptance:
+            # the lab's "production image" is the CPU trainer, run by the node's kubelet
+            # with this Python (numpy); a real site's pool names its image's entrypoint
+            acceptance["command"] = [sys.executable, str(TRAINER)]
         cc = a.extras.config_contexts.get(name=slug)
         if cc is None:
             a.extras.config_contexts.create({"name": slug, "weight": 2000, "tags": [slug], "data": data,

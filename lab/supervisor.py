@@ -233,7 +233,19 @@ class Lab:
             # the nodes' install seeds: written here by bringup, served by the BMC simulator
             "seed_dir": str(self.paths.home / "seeds"),
             "seed_url": f"http://{HOST}:{SEED_PORT}/{{node}}.iso",
+            # the site storage the pool acceptance job reads and writes (lab.workloads.prepare);
+            # named, so a commission runs each pool's acceptance after admitting nodes
+            **{f"acceptance_{k}": str(v) for k, v in self.acceptance_storage().items()},
         }
+
+    def acceptance_storage(self) -> dict[str, Path]:
+        """The site storage's dataset sample, base weights and checkpoint folder (written once)."""
+        root = self.paths.home / "site-storage"
+        files = {"data": root / "data.npz", "weights": root / "weights.npz", "checkpoints": root / "checkpoints"}
+        if not all(p.exists() for p in files.values()):
+            from lab.workloads.prepare import prepare_storage
+            return prepare_storage(root)
+        return files
 
     def write_settings(self, fleet: FleetProfile) -> Path:
         self.paths.config.write_text("# written by `bringup lab up`; holds paths to secrets, never secrets\n"

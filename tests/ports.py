@@ -94,6 +94,14 @@ def workload_kube_port() -> int:
     return WORKLOAD_KUBE_BASE + SLOT
 
 
+#: the sharing-mode tests' Kubernetes API stand-in (tests/integration/admission), one per slot
+SHARING_KUBE_BASE = 26490
+
+
+def sharing_kube_port() -> int:
+    return SHARING_KUBE_BASE + SLOT
+
+
 def third_octet() -> int:
     """The third octet of the small loopback node labs (tests/integration/nodes, fabric,
     kube): from the pid without xdist (20..219, as before), one per worker with it

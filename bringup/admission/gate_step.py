@@ -6,6 +6,9 @@ it (taint removed; the lifecycle then makes NetBox say active) only when the clu
 it can give out its GPUs: Ready, ``nvidia.com/gpu`` allocatable equal to NetBox's count,
 GPU labels in agreement (:mod:`bringup.admission.readiness`), and a smoke pod pinned to the node,
 tolerating the taint and asking for every GPU, run to success (:mod:`bringup.admission.smoke`).
+A MIG or time-sliced pool's node must advertise exactly its mode's resources and GPU
+Feature Discovery labels instead (:func:`bringup.admission.sharing.judge_sharing`, e.g.
+``nvidia.com/mig-1g.18gb``: 56 and nothing else), and its smoke pod asks for one share.
 Any failure quarantines the node with the reasons; the pod's log is kept as evidence.
 Events on the node say what happened (``kubectl describe node`` shows them).
 """
@@ -18,6 +21,7 @@ from dataclasses import asdict
 from typing import Any
 
 from bringup.admission.readiness import (
+    Check,
     Expected,
     NodeFacts,
     ReadinessPolicy,
@@ -25,9 +29,12 @@ from bringup.admission.readiness import (
     load_policy,
     node_checks,
 )
+from bringup.admission.share_step import pool_mode
+from bringup.admission.sharing import GPU, Exclusive, judge_sharing
+from bringup.admission.sharing import expected as expected_sharing
 from bringup.admission.smoke import PodOutcome, assess, pod_manifest
 from bringup.context import Context
-from bringup.errors import KubeError, KubeNotFoundError
+from bringup.errors import ConfigError, KubeError, KubeNotFoundError, ParseError
 from bringup.lifecycle.results import Evidence, StepResult
 from bringup.netbox.adapter import NodeRecord
 from bringup.provision.configure_steps import manifest_of
@@ -52,12 +59,13 @@ def facts_of(kube: Any, name: str) -> NodeFacts:
                      allocatable=dict(st.allocatable or {}), labels=dict(st.labels))
 
 
-def run_smoke(kube: Any, policy: ReadinessPolicy, node: str, gpus: int, *, poll: float = 1.0) -> PodOutcome:
+def run_smoke(kube: Any, policy: ReadinessPolicy, node: str, gpus: int, resource: str | None = None, *,
+              poll: float = 1.0) -> PodOutcome:
     """Create the smoke pod (replacing one left by an earlier try), wait for its end within
     the policy's timeout, keep its log, delete it."""
     from bringup.kube.pods import create_pod, delete_pod, pod_log, read_pod, wait_pod
 
-    manifest = pod_manifest(policy, node, gpus)
+    manifest = pod_manifest(policy, node, gpus, resource)
     ns, name = manifest["metadata"]["namespace"], manifest["metadata"]["name"]
     if delete_pod(kube, ns, name):
         _wait_gone(kube, ns, name, read_pod)
@@ -98,15 +106,35 @@ def _event(kube: Any, node: str, reason: str, message: str, warning: bool = Fals
         pass  # an Event is a courtesy to the operator; NetBox holds the record
 
 
+def sharing_checks(rec: NodeRecord, facts: NodeFacts) -> tuple[list[Check] | None, list[Check], str | None]:
+    """The pool's sharing mode judged on what the node advertises: (checks replacing the
+    whole-GPU ones for a MIG or time-sliced pool, else None; checks added for an exclusive
+    pool: no MIG or shared resource left on it; the resource the smoke pod asks one share
+    of, None for whole GPUs). A pool NetBox holds wrong is one failing check."""
+    try:
+        _, mode = pool_mode(rec)
+    except (ConfigError, ParseError) as exc:
+        return None, [Check("sharing mode", "fail", str(exc))], None
+    want = expected_sharing(mode, rec.sku)
+    judged = judge_sharing(want, facts.allocatable, facts.labels)
+    if isinstance(mode, Exclusive):
+        # the whole-GPU checks cover nvidia.com/gpu; any other GPU resource is a mode that stuck
+        return None, [c for c in judged if c.name.startswith("sharing resource ")
+                      and c.name != f"sharing resource {GPU}"], None
+    return judged, [], next(iter(want.resources))
+
+
 def gate(ctx: Context, rec: NodeRecord, params: Mapping[str, Any]) -> StepResult:
     policy = load_policy()
     expected = expected_of(rec)
     kube = ctx.kube
-    checks = node_checks(policy, facts_of(kube, rec.name), expected)
+    facts = facts_of(kube, rec.name)
+    shared, extra, share_resource = sharing_checks(rec, facts) if facts.registered else (None, [], None)
+    checks = node_checks(policy, facts, expected, shared) + extra
     pod: PodOutcome | None = None
     if not failures(checks):  # a node that cannot hand out its GPUs gets no pod
-        pod = run_smoke(kube, policy, rec.name, expected.gpu_count)
-        checks += assess(pod, expected)
+        pod = run_smoke(kube, policy, rec.name, 1 if share_resource else expected.gpu_count, share_resource)
+        checks += assess(pod, expected, share=share_resource is not None)
     reasons = failures(checks)
     doc = {"checks": [asdict(c) for c in checks], "expected": asdict(expected),
            "pod": None if pod is None else {k: v for k, v in asdict(pod).items() if k != "events"}}

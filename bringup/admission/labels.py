@@ -13,7 +13,9 @@ An admitted node carries labels that schedulers and operators select on:
 ``bringup.io/burnin-date``     date of that burn-in, ``YYYY-MM-DD``
 ``nvidia.com/gpu.count``       GPU Feature Discovery's labels, set up front so
 ``nvidia.com/gpu.product``     workloads can select before GFD runs (GFD later
-``nvidia.com/gpu.memory``      writes the same values)
+``nvidia.com/gpu.memory``      writes the same values; only for exclusive pools:
+                               under MIG or time-slicing GFD's values are the
+                               shares', and GFD's to write)
 ``bringup.io/rack``            the node's NetBox rack; with ``block`` and
 ``bringup.io/block``           ``kubernetes.io/hostname`` the levels of the
                                Kueue ``Topology`` (:mod:`bringup.admission.kueue`);
@@ -135,10 +137,14 @@ def node_labels(sku: SkuSpec, pool: Pool, facts: Mapping[str, Any], burnin: Mapp
         f"{PREFIX}/pool": pool_name,
         f"{PREFIX}/burnin-status": str(burnin["status"]),
         f"{PREFIX}/burnin-date": _date(burnin["date"]),
-        "nvidia.com/gpu.count": str(facts.get("gpu_count", sku.gpu.count)),
-        "nvidia.com/gpu.product": gpu_product_label(str(facts.get("gpu_product", sku.gpu.model))),
-        "nvidia.com/gpu.memory": str(facts.get("gpu_memory_mib", sku.gpu.memory_mib)),
     }
+    if pool.sharing == "exclusive":
+        # under MIG or time-slicing GFD's count, product and memory are the shares'
+        # (<product>-SHARED, <product>-MIG-<profile>, a MIG device's memory): GFD writes
+        # them, the gate checks them
+        labels["nvidia.com/gpu.count"] = str(facts.get("gpu_count", sku.gpu.count))
+        labels["nvidia.com/gpu.product"] = gpu_product_label(str(facts.get("gpu_product", sku.gpu.model)))
+        labels["nvidia.com/gpu.memory"] = str(facts.get("gpu_memory_mib", sku.gpu.memory_mib))
     labels.update({k: v for k, v in ((RACK_LABEL, rack), (BLOCK_LABEL, block)) if v})
     return validate_labels(labels)
 

@@ -167,8 +167,17 @@ def label_checks(policy: ReadinessPolicy, labels: Mapping[str, str], expected: E
     return checks
 
 
-def node_checks(policy: ReadinessPolicy, node: NodeFacts, expected: Expected) -> list[Check]:
-    """Registered, Ready, allocatable GPUs equal to NetBox's count, and the labels."""
+#: label rules whose value a sharing mode changes (GFD's count, product and memory are the shares')
+SHARED_FIELDS = ("gpu_product", "gpu_count", "gpu_memory_mib")
+
+
+def node_checks(policy: ReadinessPolicy, node: NodeFacts, expected: Expected,
+                shared: Sequence[Check] | None = None) -> list[Check]:
+    """Registered, Ready, allocatable GPUs equal to NetBox's count, and the labels.
+
+    ``shared``: the checks of a MIG or time-sliced pool's resources and labels
+    (:func:`bringup.admission.sharing.judge_sharing`); they take the place of the whole-GPU
+    allocatable check and of the label rules on GPU product, count and memory."""
     if not node.registered:
         return [Check("registered", "fail", "the node never registered with the cluster")]
     checks = [Check("registered", "pass", "registered")]
@@ -177,6 +186,11 @@ def node_checks(policy: ReadinessPolicy, node: NodeFacts, expected: Expected) ->
     else:
         checks.append(Check("ready", "pass" if node.ready else "fail",
                             "Ready" if node.ready else f"not Ready ({node.ready_reason or 'no reason given'})"))
+    if shared is not None:
+        checks.extend(shared)
+        rules = policy.model_copy(update={"labels": [r for r in policy.labels if r.expect not in SHARED_FIELDS]})
+        checks.extend(label_checks(rules, node.labels, expected))
+        return checks
     res = policy.gpu_resource
     raw = node.allocatable.get(res)
     if raw is None:

@@ -34,11 +34,15 @@ def pod_name(node: str) -> str:
     return ("bringup-smoke-" + re.sub(r"[^a-z0-9-]", "-", node.lower()))[:63].rstrip("-")
 
 
-def pod_manifest(policy: ReadinessPolicy, node: str, gpus: int) -> dict[str, Any]:
-    """The smoke pod for ``node``, requesting ``gpus`` GPUs (NetBox's count)."""
+def pod_manifest(policy: ReadinessPolicy, node: str, gpus: int, resource: str | None = None) -> dict[str, Any]:
+    """The smoke pod for ``node``, requesting ``gpus`` GPUs (NetBox's count) of the policy's
+    resource; a shared pool's pod asks for one share (``resource``: ``nvidia.com/gpu`` of a
+    time-sliced node, ``nvidia.com/mig-1g.18gb``): the device plugin refuses more than one
+    time-sliced replica per container (failRequestsGreaterThanOne), and one share handed
+    out and used is what proves the mode works."""
     taint = policy.taint
     command = [part.replace("{gpus}", str(gpus)) for part in policy.smoke.command]
-    res = {policy.gpu_resource: str(gpus)}
+    res = {resource or policy.gpu_resource: str(gpus)}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -87,9 +91,12 @@ class PodOutcome:
     events: list[str] = field(default_factory=list)
 
 
-def assess(outcome: PodOutcome, expected: Expected) -> list[Check]:
+def assess(outcome: PodOutcome, expected: Expected, share: bool = False) -> list[Check]:
     """The smoke pod's checks: it succeeded, its device query lists the expected GPUs, its
-    NCCL run finished clean (:func:`nccl_check`)."""
+    NCCL run finished clean (:func:`nccl_check`). ``share``: the pod asked for one share of
+    a MIG or time-sliced GPU, so its device query must list GPUs of the expected model
+    (at least one, at most the node's count: how many parents a share shows is the
+    runtime's), not the node's count."""
     if outcome.timed_out:
         return [Check("smoke pod", "fail", f"{outcome.name} did not finish in time (phase {outcome.phase})")]
     if outcome.phase != "Succeeded" or outcome.exit_code not in (0, None):
@@ -107,9 +114,10 @@ def assess(outcome: PodOutcome, expected: Expected) -> list[Check]:
         checks.append(Check("smoke device query", "unknown", "the pod's log has no device-query rows"))
     else:
         odd = [r for r in rows if r.name != want_name]
-        ok = len(rows) == expected.gpu_count and not odd
+        count_ok = 1 <= len(rows) <= expected.gpu_count if share else len(rows) == expected.gpu_count
+        ok = count_ok and not odd
         detail = f"{len(rows)} GPU(s) visible in the pod" + (
-            "" if ok else f", NetBox expects {expected.gpu_count} x {want_name}"
+            "" if ok else f", NetBox expects {'1 to ' if share else ''}{expected.gpu_count} x {want_name}"
             + (f"; other models: {sorted({r.name for r in odd})}" if odd else ""))
         checks.append(Check("smoke device query", "pass" if ok else "fail", detail))
     checks.append(nccl_check(outcome.log))

@@ -104,3 +104,23 @@ def acceptance_text(rows: Iterable[tuple[str, Mapping[str, Any] | None, Mapping[
         out.append(f"  {name:{width}}  fabric: {_fabric_cell(fabric)}")
         out.append(f"  {'':{width}}  gate:   {_gate_cell(gate)}")
     return "\n".join(out)
+
+
+def pool_acceptance_text(rows: Iterable[tuple[str, Mapping[str, Any] | None]]) -> str:
+    """Per pool (name, its latest acceptance as NetBox holds it): the outcome, the run, the
+    figures and the reasons, for the main job's printout; a pool never accepted says so."""
+    from bringup.workload.record import figure_text
+    out = ["Pool acceptance (train, checkpoint, delete a worker, restore):"]
+    for pool, doc in sorted(rows, key=lambda r: r[0]):
+        if not doc:
+            out.append(f"  {pool}: not run (no node admitted into it, or no acceptance storage in the settings)")
+            continue
+        nodes = ", ".join(doc.get("nodes") or []) or "-"
+        out.append(f"  {pool}: {str(doc.get('outcome', 'unknown')).upper()}  run {doc.get('run', '?')}  on {nodes}")
+        figures = doc.get("figures") or {}
+        for key, value in figures.items():
+            shown = figure_text(key, value) if value is None or isinstance(value, int | float) else value
+            out.append(f"    {key:24} {shown}")
+        out += [f"    reason: {r}" for r in doc.get("reasons") or []]
+        out += [f"    unknown: {u}" for u in doc.get("unknown") or []]
+    return "\n".join(out)

@@ -68,7 +68,9 @@ TABLE: dict[State, Handler] = {
     # pool-level: a walk stops here, the flow runs the pool's fabric test once for every
     # waiting node (flows.fabric), and the step records each node's share of it
     State.FABRIC: Handler((Step("fabric"),), State.VALIDATING),
-    State.VALIDATING: Handler((Step("join"), Step("gate")), State.ACTIVE, status="active"),
+    # share: the pool's GPU sharing mode (MIG geometry, device plugin config), set after the
+    # burn-in and fabric test that need whole GPUs, before the node joins and is judged
+    State.VALIDATING: Handler((Step("share"), Step("join"), Step("gate")), State.ACTIVE, status="active"),
     State.DRAINING: Handler((Step("drain"),), State.PROVISIONED, status="staged"),
 }
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
 import tarfile
 import tempfile
 import time
@@ -102,6 +103,21 @@ def pack_agent(agent_dir: Path, dest: Path, plan: dict[str, Any] | None = None) 
     return archive
 
 
+def _agent_play(playbook: str, node: str, host: dict[str, Any], extra: dict[str, Any], access: SshAccess,
+                timeout: int, fetch: Path, *, dropped: str, missing: str, hint: str) -> tuple[Any, str]:
+    """Run one of the agent's playbooks on ``node`` and read the document it fetched into
+    ``fetch``: (the host's result, the text). A node that drops off SSH raises SSHDropped
+    (not transient: what the agent did is unknown); no document raises AnsibleError."""
+    hr = run_playbook(playbook, {node: host}, extra, access, timeout=timeout).hosts[node]
+    if hr.unreachable:
+        raise SSHDropped(f"node {node}: the SSH connection dropped " + dropped.format(why=hr.reason()), hint=hint)
+    out = fetch / f"{node}.json"
+    if not out.exists():
+        raise AnsibleError(f"node {node}: " + missing.format(why=hr.reason()),
+                           hint="see the agent's stderr above; the node is not passed")
+    return hr, out.read_text()
+
+
 def run_burnin(node: str, host: dict[str, Any], plan: dict[str, Any], access: SshAccess, *,
                timeout_s: int | None = None, agent_dir: Path = AGENT_DIR) -> BurninRun:
     """Copy the agent to ``node``, run ``plan`` there, fetch the result document.
@@ -123,17 +139,11 @@ def run_burnin(node: str, host: dict[str, Any], plan: dict[str, Any], access: Ss
         fetch.mkdir()
         extra: dict[str, Any] = {"burnin_archive": str(pack_agent(agent_dir, tmp, plan)),
                                  "burnin_timeout": int(timeout_s), "burnin_fetch_dir": str(fetch)}
-        result = run_playbook("burnin.yml", {node: host}, extra, access, timeout=int(timeout_s) + 180)
-        hr = result.hosts[node]
-        if hr.unreachable:
-            raise SSHDropped(f"node {node}: the SSH connection dropped during burn-in ({hr.reason()}); "
-                             "the burn-in result is unknown, so the node is not passed",
-                             hint="check the node's network and console, then run burn-in again")
-        out = fetch / f"{node}.json"
-        if not out.exists():
-            raise AnsibleError(f"node {node}: burn-in produced no result document: {hr.reason()}",
-                               hint="see the agent's stderr above; the node is not passed")
-        text = out.read_text()
+        hr, text = _agent_play("burnin.yml", node, host, extra, access, int(timeout_s) + 180, fetch,
+                               dropped="during burn-in ({why}); the burn-in result is unknown, so the node is "
+                                       "not passed",
+                               missing="burn-in produced no result document: {why}",
+                               hint="check the node's network and console, then run burn-in again")
     try:
         document = json.loads(text)
     except ValueError:
@@ -145,3 +155,32 @@ def run_burnin(node: str, host: dict[str, Any], plan: dict[str, Any], access: Ss
     rc = hr.facts.get("burnin_rc")
     return BurninRun(node=node, text=text, document=document, rc=int(rc) if rc is not None else None,
                      timeout_s=int(timeout_s))
+
+
+# --- GPU sharing -----------------------------------------------------------------------
+def run_sharing(node: str, host: dict[str, Any], mig: dict[str, int] | None, device_plugin_config: str,
+                access: SshAccess, *, config_path: str, agent_dir: Path = AGENT_DIR,
+                timeout_s: int = 300) -> dict[str, Any]:
+    """playbooks/sharing.yml on ``node``: the MIG geometry ``mig`` (profile -> count per GPU;
+    None: MIG off) set through NVML and read back, and the device plugin's config written
+    to ``config_path``. Returns the agent's document (judged by the caller); a node that
+    drops off SSH or leaves no document raises, as for the burn-in."""
+    args = "--mig-off" if mig is None else "--mig " + shlex.quote(json.dumps(mig, sort_keys=True))
+    with tempfile.TemporaryDirectory(prefix="bringup-sharing-") as tmp_:
+        tmp = Path(tmp_)
+        fetch = tmp / "results"
+        fetch.mkdir()
+        extra = {"sharing_archive": str(pack_agent(agent_dir, tmp)), "sharing_args": args,
+                 "device_plugin_config": device_plugin_config, "device_plugin_config_path": config_path,
+                 "sharing_fetch_dir": str(fetch), "sharing_timeout": timeout_s}
+        _, text = _agent_play("sharing.yml", node, host, extra, access, timeout_s + 120, fetch,
+                              dropped="while setting GPU sharing ({why})",
+                              missing="setting GPU sharing left no document: {why}",
+                              hint="check the node's network, then run the node again")
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise ParseError(f"the sharing document is not JSON ({exc})", path="$", source=f"node {node}") from None
+    if not isinstance(document, dict):
+        raise ParseError("the sharing document is not a JSON object", path="$", source=f"node {node}")
+    return document

@@ -23,12 +23,14 @@ from pathlib import Path
 from lab.errors import LabError
 
 SOURCE = Path(__file__).with_name("nvml_stub.c")
+#: every file the library is made of (nvml_stub.c includes nvml_mig.c): all are hashed
+SOURCES = (SOURCE, Path(__file__).with_name("nvml_mig.c"))
 LIB_NAME = "libnvidia-ml.so.1"
 _THREAD_LOCK = threading.Lock()
 
 
 def _target(out_dir: Path) -> Path:
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256(b"".join(src.read_bytes() for src in SOURCES)).hexdigest()[:16]
     return Path(out_dir) / f"nvml-{digest}"
 
 

@@ -7,20 +7,30 @@
  * named by BRINGUP_NVML_PROFILE, written by lab.gpu.profile. A key that is absent means
  * the device does not support the query: the call answers NVML_ERROR_NOT_SUPPORTED, as a
  * real GPU without that feature does.
+ *
+ * MIG (GPU and compute instances, MIG device handles) is in nvml_mig.c, included at the
+ * end of this file so both share one translation unit (the profile reader, the device
+ * table); its header documents the MIG profile keys and the MIG state file.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/file.h>
 
 typedef int nvmlReturn_t;
 #define NVML_SUCCESS 0
 #define NVML_ERROR_UNINITIALIZED 1
 #define NVML_ERROR_INVALID_ARGUMENT 2
 #define NVML_ERROR_NOT_SUPPORTED 3
+#define NVML_ERROR_NOT_FOUND 6
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
 #define NVML_ERROR_DRIVER_NOT_LOADED 9
 #define NVML_ERROR_TIMEOUT 10
+#define NVML_ERROR_RESET_REQUIRED 16
+#define NVML_ERROR_IN_USE 19
+#define NVML_ERROR_INSUFFICIENT_RESOURCES 23
 #define NVML_ERROR_ARGUMENT_VERSION_MISMATCH 25
 #define NVML_ERROR_UNKNOWN 999
 
@@ -36,6 +46,9 @@ static int initialised = 0;
 typedef struct { int index; } device_t;
 typedef device_t *nvmlDevice_t;
 static device_t devices[MAX_GPUS];
+/* MIG device handles are another kind of nvmlDevice_t, kept in nvml_mig.c */
+static int is_mig_handle(nvmlDevice_t d);
+static nvmlReturn_t mig_handle_string(nvmlDevice_t d, int want_uuid, char *buf, unsigned int len);
 
 typedef struct {
     unsigned long long registered[MAX_GPUS];
@@ -83,20 +96,25 @@ static const char *read_string(const char *p, char **out) {
     return *p == '"' ? p + 1 : NULL;
 }
 
-static int load_profile(const char *path) {
+static char *read_file(const char *path) {
     FILE *f = fopen(path, "r");
-    if (!f) return -1;
+    if (!f) return NULL;
     fseek(f, 0, SEEK_END);
     long size = ftell(f);
     fseek(f, 0, SEEK_SET);
     char *text = malloc(size + 1);
-    if (fread(text, 1, size, f) != (size_t)size) { fclose(f); free(text); return -1; }
+    if (fread(text, 1, size, f) != (size_t)size) { fclose(f); free(text); return NULL; }
     text[size] = 0;
     fclose(f);
+    return text;
+}
+
+/* parse a flat JSON object into key/value tables (the profile, and nvml_mig.c's state) */
+static int parse_flat(const char *text, char **keys, char **vals, int *nkeys, int max) {
     const char *p = skip_ws(text);
-    if (*p != '{') { free(text); return -1; }
+    if (*p != '{') return -1;
     p = skip_ws(p + 1);
-    while (p && *p == '"' && nkeys < MAX_KEYS) {
+    while (p && *p == '"' && *nkeys < max) {
         char *key, *val;
         p = read_string(p, &key);
         if (!p) break;
@@ -112,12 +130,19 @@ static int load_profile(const char *path) {
             val = strndup(start, p - start);
         }
         if (strcmp(val, "null") == 0) { free(key); free(val); }
-        else { keys[nkeys] = key; vals[nkeys] = val; nkeys++; }
+        else { keys[*nkeys] = key; vals[*nkeys] = val; (*nkeys)++; }
         p = skip_ws(p);
         if (*p == ',') p = skip_ws(p + 1);
     }
-    free(text);
     return p ? 0 : -1;
+}
+
+static int load_profile(const char *path) {
+    char *text = read_file(path);
+    if (!text) return -1;
+    int r = parse_flat(text, keys, vals, &nkeys, MAX_KEYS);
+    free(text);
+    return r;
 }
 
 static const char *get(const char *key) {
@@ -197,6 +222,10 @@ const char *nvmlErrorString(nvmlReturn_t r) {
     case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
     case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
     case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+    case NVML_ERROR_NOT_FOUND: return "Not Found";
+    case NVML_ERROR_RESET_REQUIRED: return "GPU requires restart";
+    case NVML_ERROR_IN_USE: return "In use by another client";
+    case NVML_ERROR_INSUFFICIENT_RESOURCES: return "Insufficient resources";
     case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
     case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
     case NVML_ERROR_TIMEOUT: return "Timeout";
@@ -252,6 +281,7 @@ nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t d, unsigned int *index) {
 }
 
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned int length) {
+    if (initialised && is_mig_handle(d)) return mig_handle_string(d, 0, name, length);
     CHECK_DEV(d);
     return copy_str(gpu_key(d, "name"), name, length);
 }
@@ -260,6 +290,7 @@ nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t d, char *serial, unsigned int leng
     return copy_str(gpu_key(d, "serial"), serial, length);
 }
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *uuid, unsigned int length) {
+    if (initialised && is_mig_handle(d)) return mig_handle_string(d, 1, uuid, length);
     CHECK_DEV(d);
     return copy_str(gpu_key(d, "uuid"), uuid, length);
 }
@@ -480,3 +511,5 @@ nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
     free(set);
     return NVML_SUCCESS;
 }
+
+#include "nvml_mig.c"

@@ -10,6 +10,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from bringup.sku import SkuSpec
 from lab.bmcsim.hardware import gpu_serial
 from lab.fleet import Fault, FaultKind, NodeSpec
@@ -18,6 +20,8 @@ from lab.paths import lab_home
 from .build import build_nvml
 
 STANDIN = Path(__file__).parent / "tools" / "standin.py"
+#: MIG profiles per GPU model, modelled on NVIDIA's MIG User Guide (see the file's comments)
+MIG_DATA = Path(__file__).with_name("mig.yaml")
 TOOLS = ("dcgmi", "all_reduce_perf", "gpu_burn", "ibstat", "dpkg-query", "uname", "dmesg", "ib_write_bw", "nvidia-smi")
 # bus ids of an HGX 8-GPU baseboard (as nvidia-smi shows them on common H100 servers)
 HGX_BUS = ["18", "2a", "3a", "5d", "9a", "ab", "ba", "db", "1b", "2d", "3d", "60", "9d", "ae", "bd", "de"]
@@ -51,6 +55,23 @@ def _uuid(node: str, i: int) -> str:
     return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
 
+def mig_keys(model: str) -> dict[str, Any]:
+    """The flat ``mig.*`` keys nvml_mig.c reads for a GPU model (lab/gpu/mig.yaml): none for
+    a model without MIG data, whose MIG calls then answer NOT_SUPPORTED."""
+    data = yaml.safe_load(MIG_DATA.read_text())["models"].get(model)
+    if not data:
+        return {}
+    keys: dict[str, Any] = {"mig.memory_slices": data["memory_slices"], "mig.max_devices": data["max_devices"]}
+    for enum, prof in data["profiles"].items():
+        place = data["placements"][prof["placement"]]
+        keys.update({f"mig.profile.{enum}.{k}": v for k, v in prof.items() if k != "placement"})
+        keys[f"mig.profile.{enum}.starts"] = ",".join(str(s) for s in place["starts"])
+        keys[f"mig.profile.{enum}.size"] = place["size"]
+    for enum, comp in data["compute"].items():
+        keys.update({f"mig.compute.{enum}.{k}": v for k, v in comp.items()})
+    return keys
+
+
 def nvml_profile(node: NodeSpec, sku: SkuSpec, installed: dict[str, Any]) -> dict[str, Any]:
     g = sku.gpu
     physical = list(range(g.count))
@@ -80,6 +101,7 @@ def nvml_profile(node: NodeSpec, sku: SkuSpec, installed: dict[str, Any]) -> dic
             k + "clocks_event_reasons": 0, k + "supported_clocks_event_reasons": 0x1FF,
             k + "temp": 58 + idx % 4, k + "power_mw": 612000 + idx * 1000,
         })
+    prof.update(mig_keys(g.model))
     by_phys = {phys: idx for idx, phys in enumerate(physical)}
 
     def key(f: Fault, field: str) -> str | None:
@@ -130,6 +152,10 @@ def nvml_profile(node: NodeSpec, sku: SkuSpec, installed: dict[str, Any]) -> dic
             put(f, "temp", 91)
         elif kind == FaultKind.POWER_BRAKE:
             put(f, "clocks_event_reasons", 0x80 | 0x8)
+        elif kind == FaultKind.MIG_PENDING:
+            for idx in (range(len(physical)) if f.gpu is None else [by_phys.get(f.gpu)]):
+                if idx is not None:
+                    prof[f"gpu.{idx}.mig_pending"] = 1
     return prof
 
 

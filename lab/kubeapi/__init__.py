@@ -22,4 +22,6 @@ def install_kubeadm(node_root: Path) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(KUBEADM, dest)
     dest.chmod(0o755)
+    # the device plugin and GFD stand-in it registers the GPUs with
+    shutil.copy2(KUBEADM.parent / "gpu_plugin.py", dest.parent / "gpu_plugin.py")
     return dest

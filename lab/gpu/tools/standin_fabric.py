@@ -15,8 +15,12 @@ sends its node and rail, and both print perftest's report (tests/fixtures/perfte
 the figure of the weaker end: a ``degraded_rail`` on either side, a bad cable between them.
 
 A ``flapping_port`` makes the port's sysfs counters grow while a test uses it.
+
+``nvidia-smi -L`` lists each GPU's MIG devices under it, read from the NVML stand-in's MIG
+state (migstate.py), in the real tool's layout (tests/fixtures/nvidia-smi/L-mig*.txt).
 """
 
+import importlib.util
 import json
 import os
 import random
@@ -269,6 +273,15 @@ def topo_matrix(p: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+def _migstate():
+    """migstate.py from beside this file, found by path: tests load this module by path
+    alone, without the tools folder on sys.path."""
+    spec = importlib.util.spec_from_file_location("migstate", Path(__file__).resolve().with_name("migstate.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 # --query-gpu fields the stand-in answers: header text (as nvidia-smi prints it) and value
 _QUERY = {
     "index": ("index", lambda p, i: str(i)),
@@ -310,8 +323,13 @@ def nvidia_smi(p: dict, argv: list) -> int:
         sys.stdout.write(topo_matrix(p))
         return 0
     if argv == ["-L"]:
+        migstate = _migstate()
+        mig = migstate.load(migstate.state_path())
         for i in range(int(p["gpu_count"])):
             sys.stdout.write(f"GPU {i}: {p['gpu_name']} (UUID: {p['uuids'][i]})\n")
+            for n, dev in enumerate(migstate.mig_devices(mig, i)):
+                # R470+ layout: the name padded to 11, the device number right-aligned to 2
+                sys.stdout.write(f"  MIG {dev['name']:<11} Device {n:>2}: (UUID: {dev['uuid']})\n")
         return 0
     opts = dict(a.split("=", 1) for a in argv if a.startswith("--") and "=" in a)
     if "--query-gpu" in opts:

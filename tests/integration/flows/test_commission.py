@@ -220,6 +220,28 @@ def test_quarantined_nodes_never_joined_and_admitted_are_schedulable(commissione
         assert not kube.node_state(node).exists
 
 
+def test_each_pool_serves_its_sharing_mode(commissioned, seeded, flow_env):
+    """train-h100 hands out whole GPUs; infer-h200 time-slices each GPU 4 ways: the share
+    step wrote the device plugin's config, the plugin advertises 8 x 4, GFD says so, and
+    the gate checked both before admitting."""
+    from bringup.kube import KubeAdapter
+    from bringup.settings import load_settings
+    kube = KubeAdapter.from_kubeconfig(load_settings().kubeconfig)
+    for node in HEALTHY:
+        st = kube.node_state(node)
+        shared = "r02" in node
+        assert st.allocatable["nvidia.com/gpu"] == ("32" if shared else "8"), (node, st.allocatable)
+        assert st.labels["nvidia.com/gpu.replicas"] == ("4" if shared else "1")
+        assert st.labels["nvidia.com/gpu.sharing-strategy"] == ("time-slicing" if shared else "none")
+        assert st.labels["nvidia.com/gpu.product"].endswith("-SHARED") == shared
+        rec = seeded.nodes(names=[node])[0]
+        gate = [e["comments"] for e in seeded.journal_entries(rec.id) if "Readiness gate: passed" in e["comments"]]
+        assert gate, node
+        if shared:
+            assert "sharing resource nvidia.com/gpu: allocatable nvidia.com/gpu: 32" in gate[-1], gate[-1]
+            assert "sharing label nvidia.com/gpu.product" in gate[-1]
+
+
 def test_runs_publish_a_fleet_table_and_node_summaries(commissioned, flow_env):
     import json
 

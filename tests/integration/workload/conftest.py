@@ -5,16 +5,12 @@ seeded into pool ``p`` and marked active, as admission leaves them. No fleet com
 
 from __future__ import annotations
 
-import socket
-import ssl
-import subprocess
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import ports
 import pytest
+from kubeapi_process import KubeApiProcess
 from kubernetes import client as k8s
 
 from bringup.kube import KubeAdapter
@@ -53,26 +49,6 @@ class AcceptLab:
         set_pool(nb, acceptance)
 
 
-def _start_kubeapi(home: Path, port: int, fleet_file: Path) -> subprocess.Popen:
-    log = open(home / "kubeapi.log", "ab")  # noqa: SIM115 - the process keeps it
-    proc = subprocess.Popen([sys.executable, "-m", "lab.kubeapi", "serve", "--home", str(home),
-                             "--listen", f"127.0.0.1:{port}", "--fleet", str(fleet_file)], cwd=REPO,
-                            stdout=log, stderr=subprocess.STDOUT)
-    ctx = ssl.create_default_context()
-    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"kubeapi exited: {(home / 'kubeapi.log').read_text()}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as raw, ctx.wrap_socket(raw):
-                return proc
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("kubeapi did not answer within 20s")
-
-
 @pytest.fixture(scope="module")
 def accept_lab(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("accept")
@@ -85,7 +61,8 @@ def accept_lab(tmp_path_factory):
     manifest = load_manifest("ubuntu-2404-cuda128")
     for n in fleet.nodes:
         preinstall(n, home, manifest)
-    proc = _start_kubeapi(home, ports.workload_kube_port(), fleet_file)
+    api = KubeApiProcess(home, ports.workload_kube_port(), fleet_file)
+    api.start()
     kubeconfig = home / "kube" / "kubeconfig"
     kube = KubeAdapter.from_kubeconfig(kubeconfig)
     for n in fleet.nodes:
@@ -98,12 +75,7 @@ def accept_lab(tmp_path_factory):
         yield AcceptLab(home, fleet, kube, kubeconfig, prepare_storage(tmp / "site-storage"))
     finally:
         kube.api_client.close()
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        api.stop()
         for n in fleet.nodes:
             stop_sshd(home, n.name)
 

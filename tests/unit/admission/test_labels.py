@@ -36,11 +36,14 @@ def test_all_expected_labels_from_sku_and_pool():
         "bringup.io/pool": "infer-h100",
         "bringup.io/burnin-status": "passed",
         "bringup.io/burnin-date": "2026-11-30",
-        "nvidia.com/gpu.count": str(sku.gpu.count),
-        "nvidia.com/gpu.product": sku.gpu.model.replace(" ", "-"),
-        "nvidia.com/gpu.memory": str(sku.gpu.memory_mib),
     }
     assert labels["bringup.io/accelerator"] == "h100-80gb"
+    # a MIG pool's GPU count, product and memory are GFD's (the MIG devices'); an
+    # exclusive pool's are set up front so workloads can select before GFD runs
+    whole = node_labels(sku, Pool(sharing="exclusive"), {}, BURNIN, pool_name="train")
+    assert whole["nvidia.com/gpu.count"] == str(sku.gpu.count)
+    assert whole["nvidia.com/gpu.product"] == sku.gpu.model.replace(" ", "-")
+    assert whole["nvidia.com/gpu.memory"] == str(sku.gpu.memory_mib)
     # the Kueue topology's levels: rack always, block where NetBox gives the rack a location
     placed = node_labels(sku, pool, {}, BURNIN, pool_name="infer-h100", rack="r01", block="su1")
     assert {k: v for k, v in placed.items() if k not in labels} == {"bringup.io/rack": "r01",

@@ -40,3 +40,6 @@ class FakeRuntime:
 
     def report(self, name: str) -> Any:
         raise self._unexpected(f"report({name!r})")
+
+    def accepts_after_admission(self) -> bool:
+        raise self._unexpected("accepts_after_admission()")

@@ -37,7 +37,7 @@ def called_by_flows() -> set[str]:
 
 def test_the_protocol_declares_every_method_the_flows_call():
     assert declared() == {"lifecycle", "select", "due_for_reburnin", "fabric_test", "reconcile", "watch",
-                          "guard", "report"}
+                          "guard", "report", "accepts_after_admission"}
     assert called_by_flows() <= declared(), called_by_flows() - declared()
     # guard, reconcile and report included: they used to be optional
     assert {"guard", "reconcile", "report", "watch"} <= called_by_flows()

@@ -116,3 +116,29 @@ def test_under_mpirun_a_partners_fault_ends_the_run_naming_the_partner(capsys, m
     assert rc == 3 and len(parsed["rows"]) == 2
     assert parsed["failures"][0].startswith("p2: Test NCCL failure common.cu:1204")
     assert parsed["failures"][1] == ".. p2 pid 202: Test failure common.cu:915"
+
+
+def test_mig_profiles_reach_the_nvml_profile_for_mig_capable_models():
+    prof = nvml_profile(node(), SKU, VERSIONS)
+    # NVML_GPU_INSTANCE_PROFILE_1_SLICE (0) is nvidia-smi's profile 19, seven placements
+    assert (prof["mig.profile.0.id"], prof["mig.profile.0.name"], prof["mig.profile.0.starts"]) == \
+        (19, "1g.10gb", "0,1,2,3,4,5,6")
+    assert (prof["mig.profile.4.id"], prof["mig.profile.4.size"], prof["mig.compute.4.slices"]) == (0, 8, 7)
+    h200 = load_skus()["hgx-h200-141gb"]
+    assert nvml_profile(node(), h200, VERSIONS)["mig.profile.4.name"] == "7g.141gb"
+    assert not [k for k in prof if k.endswith("mig_pending")]
+
+
+def test_a_model_without_mig_data_gets_no_mig_keys():
+    other = SKU.model_copy(update={"gpu": SKU.gpu.model_copy(update={"model": "NVIDIA L40S"})})
+    assert not [k for k in nvml_profile(node(), other, VERSIONS) if k.startswith("mig.")]
+
+
+def test_mig_pending_fault_marks_one_gpu_or_all():
+    one = nvml_profile(node({"kind": "mig_pending", "gpu": 3}), SKU, VERSIONS)
+    assert [k for k in one if k.endswith(".mig_pending")] == ["gpu.3.mig_pending"]
+    every = nvml_profile(node({"kind": "mig_pending"}), SKU, VERSIONS)
+    assert sorted(k for k in every if k.endswith(".mig_pending")) == [f"gpu.{i}.mig_pending" for i in range(8)]
+    # a missing GPU renumbers the rest: the fault follows the physical board
+    moved = nvml_profile(node({"kind": "missing_gpu", "gpu": 0}, {"kind": "mig_pending", "gpu": 3}), SKU, VERSIONS)
+    assert [k for k in moved if k.endswith(".mig_pending")] == ["gpu.2.mig_pending"]
