@@ -52,6 +52,12 @@ class FaultKind(StrEnum):
     BIOS_SECOND_RESET = "bios_second_reset"  # staged BIOS settings apply only at the second POST
     BOOT_FAIL = "boot_fail"                  # the virtual-media boot fails; the BMC logs it
     FIRMWARE_DRIFT = "firmware_drift"        # attribute: FirmwareInventory Id; value: the old version it runs
+    # BMC health, injectable at runtime (`bringup lab inject`; the running bmcsim reads the
+    # node's injected.json): the health watch reads them from the BMC (lab/bmcsim/health_docs.py)
+    PSU_LOST = "psu_lost"                    # value: PSU index (0 when absent): State UnavailableOffline, Health Critical
+    LEAK = "leak"                            # value: leak detector Id (the first when absent): DetectorState Critical
+    SEL_ENTRY = "sel_entry"                  # value: message; a new Critical SEL entry, logged when the BMC sees it
+    SENSOR_OVER = "sensor_over"              # value: sensor Id or ReadingType (Inlet temp when absent): past UpperCritical
     # GPU health (NVML stand-in, DCGM / gpu-burn stand-ins)
     ECC_OFF = "ecc_off"
     ECC_PENDING = "ecc_pending"              # pending mode differs from current

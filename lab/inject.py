@@ -37,7 +37,7 @@ NUMERIC_VALUE = frozenset({
     FaultKind.NVLINK_ERRORS, FaultKind.LOW_BUSBW, FaultKind.NCCL_WRONG, FaultKind.NCCL_DIES,
     FaultKind.NCCL_CUT, FaultKind.IB_PORT_DOWN, FaultKind.IB_WRONG_SPEED, FaultKind.SLOW_NODE,
     FaultKind.BAD_CABLE, FaultKind.DEGRADED_RAIL, FaultKind.FLAPPING_PORT, FaultKind.DEVICE_PLUGIN_SHORT,
-    FaultKind.SSH_DROP,
+    FaultKind.SSH_DROP, FaultKind.PSU_LOST,
 })
 #: faults whose iface is a compute (InfiniBand) NIC: cxN, GPU N's rail, or its mlx5_N name
 FABRIC_IFACE = frozenset({FaultKind.IB_PORT_DOWN, FaultKind.IB_WRONG_SPEED, FaultKind.DEGRADED_RAIL,

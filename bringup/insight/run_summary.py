@@ -106,6 +106,10 @@ def acceptance_text(rows: Iterable[tuple[str, Mapping[str, Any] | None, Mapping[
     return "\n".join(out)
 
 
+_ACCEPT_ORDER = ("queue_wait_s", "data_fetch_s", "busbw_gbps", "samples_per_s", "reference_samples_per_s",
+                 "throughput_ratio", "mfu", "loss_first", "loss_last", "checkpoint_step", "restored_step", "restore_s")
+
+
 def pool_acceptance_text(rows: Iterable[tuple[str, Mapping[str, Any] | None]]) -> str:
     """Per pool (name, its latest acceptance as NetBox holds it): the outcome, the run, the
     figures and the reasons, for the main job's printout; a pool never accepted says so."""
@@ -118,7 +122,9 @@ def pool_acceptance_text(rows: Iterable[tuple[str, Mapping[str, Any] | None]]) -
         nodes = ", ".join(doc.get("nodes") or []) or "-"
         out.append(f"  {pool}: {str(doc.get('outcome', 'unknown')).upper()}  run {doc.get('run', '?')}  on {nodes}")
         figures = doc.get("figures") or {}
-        for key, value in figures.items():
+        # in the order of the run: queue, data, comm, training, checkpoint, restore
+        order = {k: i for i, k in enumerate(_ACCEPT_ORDER)}
+        for key, value in sorted(figures.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])):
             shown = figure_text(key, value) if value is None or isinstance(value, int | float) else value
             out.append(f"    {key:24} {shown}")
         out += [f"    reason: {r}" for r in doc.get("reasons") or []]

@@ -16,6 +16,9 @@ node was admitted with it); a volatile count that went *down* means the driver r
 and the whole new count is new. On the first look there is no previous snapshot, and
 everything the look shows counts as new: the node's burn-in, which it passed, is the
 baseline. A check that errored is a ``check_unreadable`` signal: not a fault, never health.
+What the node's BMC says (sensors, power supplies, leaks, the SEL) is judged by
+:mod:`bringup.service.bmc_health` (the policy's ``bmc:`` section) and kept in the snapshot's
+``bmc`` part (absent from snapshots older than it, which still load).
 Pure: documents in, values out.
 """
 
@@ -29,6 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bringup.resources import data_file
+from bringup.service.bmc_health import BMC_SIGNAL_CODES, BmcLook, BmcPolicy
 from bringup.service.findings import Effect, FindingClass
 from bringup.yamlio import load_file, validation_error
 
@@ -53,6 +57,8 @@ class WatchPolicy(BaseModel):
     conditions: dict[str, Severity]
     #: the quarantine taint's effect per finding class (bringup.service.findings)
     taint_effects: dict[FindingClass, Effect] = Field(default_factory=dict)
+    #: what the watch reads from each node's BMC and how it grades it; None: the BMC is not read
+    bmc: BmcPolicy | None = None
 
     def effect(self, cls: FindingClass) -> Effect:
         """The taint effect for a finding of class ``cls`` (NoSchedule when the file says none)."""
@@ -78,7 +84,7 @@ def load_policy(path: Path | None = None) -> WatchPolicy:
         policy = WatchPolicy.model_validate(doc.data or {})
     except ValidationError as exc:
         raise validation_error(exc, doc, "health-watch policy") from None
-    missing = [c for c in SIGNAL_CODES if c not in policy.signals]
+    missing = [c for c in SIGNAL_CODES + (BMC_SIGNAL_CODES if policy.bmc else ()) if c not in policy.signals]
     if missing:
         from bringup.errors import ConfigError
         raise ConfigError(f"health-watch policy {path} has no rule for signals {missing}",
@@ -106,12 +112,17 @@ class Snapshot:
     ib_ports: dict[str, tuple[str, dict[str, int]]] = field(default_factory=dict)
     #: checks of the look that did not answer (error/unsupported), with why
     unreadable: dict[str, str] = field(default_factory=dict)
+    #: what the BMC showed (SEL marker, findings present); None where it was not read
+    bmc: BmcLook | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"gpus": {k: asdict(v) for k, v in self.gpus.items()},
-                "xids": [list(x) for x in self.xids],
-                "ib_ports": {k: {"state": s, "counters": c} for k, (s, c) in self.ib_ports.items()},
-                "unreadable": dict(self.unreadable)}
+        doc: dict[str, Any] = {"gpus": {k: asdict(v) for k, v in self.gpus.items()},
+               "xids": [list(x) for x in self.xids],
+               "ib_ports": {k: {"state": s, "counters": c} for k, (s, c) in self.ib_ports.items()},
+               "unreadable": dict(self.unreadable)}
+        if self.bmc is not None:
+            doc["bmc"] = self.bmc.to_json()
+        return doc
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> Snapshot:
@@ -120,7 +131,8 @@ class Snapshot:
         return cls(gpus=gpus, xids=tuple((str(g), int(x), str(s)) for g, x, s in doc.get("xids") or []),
                    ib_ports={k: (str(v.get("state", "")), dict(v.get("counters") or {}))
                              for k, v in (doc.get("ib_ports") or {}).items()},
-                   unreadable=dict(doc.get("unreadable") or {}))
+                   unreadable=dict(doc.get("unreadable") or {}),
+                   bmc=BmcLook.from_json(doc["bmc"]) if isinstance(doc.get("bmc"), Mapping) else None)
 
 
 def _int(v: Any) -> int | None:

@@ -2,8 +2,11 @@
 recorded (:mod:`bringup.service.health` decides what the differences mean).
 
 A look runs the burn-in agent over SSH with the watch's short plan (no stress), reads
-the node's Kubernetes conditions, and compares both with the snapshot kept in NetBox
-(evidence kind ``health``). NetBox is written only when something changed: a new
+the node's Kubernetes conditions and its BMC (sensors, power supplies, leak detectors,
+new SEL entries: :mod:`bringup.service.bmc_health`), and compares them with the snapshot
+kept in NetBox (evidence kind ``health``). The BMC is read first and on its own: a leak
+is news even when SSH is down, and a BMC that cannot be read is a ``bmc_unreadable``
+warning, never health (the last look's SEL marker is then kept). NetBox is written only when something changed: a new
 snapshot when the look differs from the last, and a journal entry for each look that
 raised signals, so a quiet fleet costs reads, not journal entries, every ten minutes.
 Acting on critical signals (the guard, cordon and drain) is the flow's, through the
@@ -13,7 +16,7 @@ lifecycle (:meth:`bringup.lifecycle.engine.Lifecycle.suspect`).
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from bringup.context import Context
@@ -21,6 +24,7 @@ from bringup.errors import BringupError
 from bringup.lifecycle.results import Evidence
 from bringup.netbox.adapter import NodeRecord
 from bringup.provision.configure_steps import manifest_of
+from bringup.service.bmc_health import BmcLook, bmc_signals, unreadable
 from bringup.service.health import Condition, Signal, Snapshot, WatchPolicy, assess, critical, snapshot
 
 KIND = "health"
@@ -67,6 +71,24 @@ def conditions_of(ctx: Context, name: str) -> list[Condition]:
     return [Condition(c.type, c.status, c.reason, c.message) for c in node_conditions(ctx.kube, name)]
 
 
+def bmc_look(ctx: Context, rec: NodeRecord, policy: WatchPolicy, prev: BmcLook | None
+             ) -> tuple[list[Signal], BmcLook | None]:
+    """The BMC's signals and what the next look compares with. Not read where the policy
+    has no ``bmc:`` section; a BMC that cannot be read keeps ``prev`` (its SEL marker)."""
+    if policy.bmc is None:
+        return [], prev
+    address = str(getattr(rec, "bmc_address", "") or "")
+    if not address:
+        return [unreadable(policy, "NetBox gives the node no BMC address (its OOB IP)")], prev
+    from bringup.redfish.health import read_health
+    try:
+        with ctx.bmc(address, timeout=policy.bmc.timeout_seconds) as bmc:
+            reading = read_health(bmc)
+    except BringupError as exc:
+        return [unreadable(policy, f"{address} could not be read: {exc}", address=address)], prev
+    return bmc_signals(policy, reading, prev)
+
+
 def look(ctx: Context, rec: NodeRecord, policy: WatchPolicy, fatal_xids: list[int]) -> Look:
     """One look at ``rec``; recorded in NetBox when it changed anything."""
     from bringup.provision.ansible_steps import run_burnin
@@ -75,6 +97,7 @@ def look(ctx: Context, rec: NodeRecord, policy: WatchPolicy, fatal_xids: list[in
     out = Look(node=rec.name)
     prev_doc = ctx.evidence.get(rec.name, rec.custom_fields, KIND) if ctx.evidence.has(rec.custom_fields, KIND) else None
     prev = Snapshot.from_json(prev_doc["snapshot"]) if prev_doc and prev_doc.get("snapshot") else None
+    bmc_sigs, bmc_now = bmc_look(ctx, rec, policy, prev.bmc if prev else None)
     try:
         run = run_burnin(rec.name, ctx.host(rec)[rec.name], _plan(rec, policy), ctx.ssh_access())
         doc = run.document if isinstance(run.document, dict) else {}
@@ -84,11 +107,15 @@ def look(ctx: Context, rec: NodeRecord, policy: WatchPolicy, fatal_xids: list[in
         allocatable = ctx.kube.node_state(rec.name).allocatable
     except BringupError as exc:
         out.error = str(exc)
-        out.signals = [Signal("look_failed", "warning", f"the look could not be taken: {exc}")]
+        # no snapshot is kept: the BMC's SEL entries count again at the next look
+        out.signals = critical(bmc_sigs) + [Signal("look_failed", "warning", f"the look could not be taken: {exc}")]
+        out.signals += [s for s in bmc_sigs if s.severity != "critical"]
         out.seconds = time.monotonic() - started
         return out
-    out.signals = assess(policy, prev, out.snapshot, conds, fatal_xids, allocatable=allocatable,
-                         expected_gpus=rec.sku.gpu.count)
+    out.snapshot = replace(out.snapshot, bmc=bmc_now)
+    found = assess(policy, prev, out.snapshot, conds, fatal_xids, allocatable=allocatable,
+                   expected_gpus=rec.sku.gpu.count)
+    out.signals = sorted(found + bmc_sigs, key=lambda s: s.severity != "critical")
     out.changed = prev is None or prev != out.snapshot
     if out.changed or out.signals:
         from bringup.netbox.records import NetBoxRecords

@@ -52,7 +52,9 @@ class ChassisDocs(_Base):
                "Name": "Chassis", "ChassisType": "RackMount", "Manufacturer": p.system.manufacturer,
                "Model": p.system.model.format(sku=self.sku.sku), "SerialNumber": self.node.serial,
                "Status": status(), "PCIeDevices": ref(f"{self.cha}/PCIeDevices"),
-               "NetworkAdapters": ref(f"{self.cha}/NetworkAdapters"),
+               "NetworkAdapters": ref(f"{self.cha}/NetworkAdapters"), "Sensors": ref(f"{self.cha}/Sensors"),
+               "PowerSubsystem": ref(f"{self.cha}/PowerSubsystem"),
+               "ThermalSubsystem": ref(f"{self.cha}/ThermalSubsystem"),
                "Links": {"ComputerSystems": [ref(self.sys)], "ManagedBy": [ref(self.mgr)]}}
         if self.hpe_oem:
             doc["Oem"] = self.chassis_oem()
@@ -152,6 +154,8 @@ class ChassisDocs(_Base):
                "Links": {"ManagerForServers": [ref(self.sys)], "ManagerForChassis": [ref(self.cha)]}}
         if p.system.virtual_media == "manager":
             doc["VirtualMedia"] = ref(f"{self.mgr}/VirtualMedia")
+        if p.health.sel_owner == "manager":
+            doc["LogServices"] = ref(f"{self.mgr}/LogServices")
         return doc
 
     def update_service(self) -> dict[str, Any]:

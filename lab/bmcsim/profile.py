@@ -122,6 +122,24 @@ class UpdateSpec(_Strict):
     staged: str = "(?i)bios|vbios|gpu|nvswitch|cpld"
 
 
+class HealthSpec(_Strict):
+    """What the BMC shows of the server's health (issue #27 item 4): the chassis Sensors,
+    PowerSubsystem/PowerSupplies, leak detectors where the chassis is liquid cooled, and a
+    SEL (shapes: tests/fixtures/redfish/dmtf-rackmount1-health, gofish-leak-detector)."""
+
+    psus: int = Field(default=4, ge=2, le=8)
+    #: ``{n}`` the PSU's index
+    psu_id: str = "PSU{n}"
+    #: ThermalSubsystem/LeakDetection/LeakDetectors served (cold plates and manifold)
+    liquid_cooled: bool = False
+    #: SKUs (a regex on the slug) whose chassis is liquid cooled under this BMC, besides the above
+    liquid_skus: str = "(?!)"
+    leak_detectors: list[str] = ["Chassis_0_LeakDetector_0_ColdPlate", "Chassis_0_LeakDetector_1_Manifold"]
+    #: where the SEL LogService lives and its Id (iDRAC: the manager's ``Sel``; iLO: ``IML``)
+    sel_owner: Literal["system", "manager"] = "system"
+    sel_id: str = "SEL"
+
+
 class ManagerSpec(_Strict):
     id: str = "bmc"
     model: str = "AST2600"
@@ -139,6 +157,7 @@ class VendorProfile(_Strict):
     nics: NicSpec = NicSpec()
     bios: BiosSpec = BiosSpec()
     update: UpdateSpec = UpdateSpec()
+    health: HealthSpec = HealthSpec()
     #: where an action's Location points: a monitor (202 until done) or the Task (200 + TaskState)
     task_location: Literal["monitor", "task"] = "monitor"
     #: the log entry a failed boot leaves (Message, MessageId)

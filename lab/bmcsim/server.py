@@ -17,7 +17,7 @@ import socketserver
 import ssl
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Self
@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from bringup.sku import SkuSpec
-from lab.fleet import FaultKind, FleetProfile, NodeSpec
+from lab.fleet import Fault, FaultKind, FleetProfile, NodeSpec
 
 from . import pki
 from .profile import load_profile
@@ -78,6 +78,29 @@ def load_shutdown(node: NodeSpec, home: Path):
     except ImportError:
         return None
     return lambda: going_down(node, home)
+
+
+def load_injected(node: NodeSpec, home: Path) -> Callable[[], list[Fault]]:
+    """The faults ``bringup lab inject`` gave the node while it runs (its ``injected.json``),
+    read again whenever the file changed: the BMC's health documents show a fault at the
+    next request, and no more once ``bringup lab clear`` took it away."""
+    from lab.nodes.sshd import NodeDir
+    path = NodeDir(home, node.name).dir / "injected.json"
+    seen: dict[str, Any] = {"mtime": None, "faults": []}
+
+    def read() -> list[Fault]:
+        try:
+            mtime = path.stat().st_mtime_ns
+        except FileNotFoundError:
+            return []
+        if mtime != seen["mtime"]:
+            try:
+                faults = [Fault.model_validate(f) for f in json.loads(path.read_text())]
+            except (OSError, ValueError):
+                return seen["faults"]   # caught half-written: the last good reading stands
+            seen.update(mtime=mtime, faults=faults)
+        return seen["faults"]
+    return read
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -194,7 +217,7 @@ class FleetSimulator:
                 continue
             state = BmcState(node=node, sku=skus[node.sku], profile=load_profile(node.bmc_vendor),
                              power_delay=power_delay, installer=load_installer(node, self.home),
-                             os_down=load_shutdown(node, self.home))
+                             os_down=load_shutdown(node, self.home), injected=load_injected(node, self.home))
             service = BmcService(state, username, password)
             cert, key = pki.ensure_bmc_cert(self.home / "pki", node.bmc_address)
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

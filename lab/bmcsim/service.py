@@ -29,15 +29,16 @@ SCHEMA_VERSIONS = [
     ("AccountService", "v1_15_0"), ("ActionInfo", "v1_4_0"), ("Bios", "v1_2_0"), ("Chassis", "v1_21_0"),
     ("ComputerSystem", "v1_20_0"), ("EthernetInterface", "v1_9_0"), ("LogEntry", "v1_15_0"),
     ("LogService", "v1_5_0"), ("Manager", "v1_19_0"), ("ManagerAccount", "v1_12_0"), ("Memory", "v1_17_0"),
-    ("Message", "v1_2_0"), ("NetworkAdapter", "v1_9_0"), ("NetworkPort", "v1_4_1"), ("NetworkPort", "v1_2_5"),
-    ("PCIeDevice", "v1_14_0"), ("PCIeFunction", "v1_5_0"), ("Port", "v1_11_0"), ("Processor", "v1_20_0"),
+    ("LeakDetection", "v1_1_0"), ("LeakDetector", "v1_3_0"), ("Message", "v1_2_0"), ("NetworkAdapter", "v1_9_0"), ("NetworkPort", "v1_4_1"), ("NetworkPort", "v1_2_5"),
+    ("PCIeDevice", "v1_14_0"), ("PCIeFunction", "v1_5_0"), ("Port", "v1_11_0"), ("PowerSubsystem", "v1_1_0"),
+    ("PowerSupply", "v1_5_0"), ("Processor", "v1_20_0"), ("Sensor", "v1_9_0"), ("ThermalSubsystem", "v1_3_0"),
     ("Role", "v1_3_2"), ("ServiceRoot", "v1_17_0"), ("Session", "v1_8_0"), ("SessionService", "v1_1_9"),
     ("Settings", "v1_4_0"), ("SoftwareInventory", "v1_10_0"), ("Task", "v1_7_0"), ("TaskService", "v1_2_0"),
     ("UpdateService", "v1_11_0"), ("VirtualMedia", "v1_6_0"),
 ]
 COLLECTIONS = ["ComputerSystem", "Processor", "Memory", "EthernetInterface", "Manager", "VirtualMedia", "Chassis",
                "PCIeDevice", "PCIeFunction", "NetworkAdapter", "Port", "NetworkPort", "SoftwareInventory", "Task",
-               "Session", "ManagerAccount", "Role", "LogService", "LogEntry"]
+               "Session", "ManagerAccount", "Role", "LogService", "LogEntry", "Sensor", "PowerSupply", "LeakDetector"]
 EXPAND_RE = re.compile(r"^[.*~](?:\(\$levels=(\d+)\))?$")
 
 

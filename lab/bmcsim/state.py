@@ -18,11 +18,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bringup.sku import SkuSpec
-from lab.fleet import FaultKind, NodeSpec
+from lab.fleet import Fault, FaultKind, NodeSpec
 
 from . import hardware
 from .profile import VendorProfile, load_profile
@@ -105,10 +105,42 @@ class BmcState:
     #: FirmwareInventory Id -> the version running; staged images wait for the next POST
     firmware: dict[str, str] = field(default_factory=dict)
     firmware_staged: dict[str, str] = field(default_factory=dict)
+    #: the faults given to the node while it runs (``bringup lab inject``), read on demand:
+    #: the BMC's health documents show them at once, and stop when ``lab clear`` took them
+    injected: Callable[[], list[Fault]] | None = None
+    #: the SEL's entries; ``sel_entry`` faults already logged (a log keeps them once written)
+    sel: list[dict[str, Any]] = field(default_factory=list)
+    sel_logged: list[Fault] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.bios = hardware.initial_bios(self.node, self.sku)
         self.firmware = hardware.firmware(self.node, self.sku)
+        from .health_docs import NORMAL_SEL
+        now = datetime.now(UTC)
+        for hours, sensor_type, code, message in NORMAL_SEL:
+            self._log_sel("OK", message, sensor_type, code, now - timedelta(hours=hours))
+
+    # --- health (lab/bmcsim/health_docs.py) ------------------------------------------------
+    def health_faults(self, kind: FaultKind) -> list[Fault]:
+        """The node's faults of ``kind``: the fleet profile's and those injected now."""
+        extra = self.injected() if self.injected is not None else []
+        return [*self.node.faults_of(kind), *(f for f in extra if f.kind == kind)]
+
+    def sel_entries(self) -> list[dict[str, Any]]:
+        """The SEL now: a ``sel_entry`` fault seen for the first time is logged first."""
+        with self.lock:
+            for f in self.health_faults(FaultKind.SEL_ENTRY):
+                if f not in self.sel_logged:
+                    self.sel_logged.append(f)
+                    self._log_sel("Critical", str(f.value or "Uncorrectable machine check exception."),
+                                  "Processor", "Transition to Critical from less severe", datetime.now(UTC))
+            return list(self.sel)
+
+    def _log_sel(self, severity: str, message: str, sensor_type: str, code: str, at: datetime) -> None:
+        n = len(self.sel) + 1
+        self.sel.append({"Id": str(n), "Severity": severity, "Message": message, "SensorType": sensor_type,
+                         "SensorNumber": n, "EntryCode": code, "MessageId": f"0x{0x590000 + n:06X}",
+                         "Created": at.strftime("%Y-%m-%dT%H:%M:%S+00:00")})
 
     @property
     def resets_needed(self) -> int:

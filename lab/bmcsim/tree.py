@@ -17,11 +17,12 @@ from . import hardware
 from .chassis_docs import ChassisDocs
 from .common import R, collection
 from .docs import SystemDocs
+from .health_docs import HealthDocs
 from .oem_docs import OemDocs
 from .state import BmcState
 
 
-class Tree(SystemDocs, ChassisDocs, OemDocs):
+class Tree(SystemDocs, ChassisDocs, OemDocs, HealthDocs):
     """The resource tree of one BMC."""
 
     def __init__(self, state: BmcState, username: str) -> None:
@@ -104,6 +105,7 @@ class Tree(SystemDocs, ChassisDocs, OemDocs):
         self._build_systems()
         self._build_chassis()
         self._build_services()
+        self._build_health()
 
     def _build_systems(self) -> None:
         p, sys = self.profile, self.sys
@@ -144,7 +146,8 @@ class Tree(SystemDocs, ChassisDocs, OemDocs):
         self._coll(vm, "VirtualMedia", "Virtual Media", [self.vm, self.seed_vm])
         self._add(self.vm, self.virtual_media)
         self._add(self.seed_vm, self.seed_media)
-        self._coll(f"{sys}/LogServices", "LogService", "Log Services", [f"{sys}/LogServices/EventLog"])
+        sel = [self.sel_uri] if p.health.sel_owner == "system" else []
+        self._coll(f"{sys}/LogServices", "LogService", "Log Services", [f"{sys}/LogServices/EventLog", *sel])
         self._add(f"{sys}/LogServices/EventLog", self.log_service)
         self._add(f"{sys}/LogServices/EventLog/Entries", lambda: collection(
             f"{sys}/LogServices/EventLog/Entries", "LogEntry", "Log Entries",
@@ -204,6 +207,8 @@ class Tree(SystemDocs, ChassisDocs, OemDocs):
         self._coll(f"{mgr}/EthernetInterfaces", "EthernetInterface", "Manager Ethernet Interfaces",
                    [f"{mgr}/EthernetInterfaces/bmc"])
         self._add(f"{mgr}/EthernetInterfaces/bmc", lambda: self.ethernet(f"{mgr}/EthernetInterfaces/bmc", "bmc"))
+        if self.profile.health.sel_owner == "manager":
+            self._coll(f"{mgr}/LogServices", "LogService", "Log Services", [self.sel_uri])
         self._add(f"{R}/UpdateService", self.update_service)
         fw = f"{R}/UpdateService/FirmwareInventory"
         self._coll(fw, "SoftwareInventory", "Firmware Inventory", [f"{fw}/{k}" for k in self.firmware])
@@ -234,6 +239,8 @@ class Tree(SystemDocs, ChassisDocs, OemDocs):
         if head == f"{R}/SessionService/Sessions" and leaf in st.sessions:
             return {"@odata.id": path, "@odata.type": "#Session.v1_8_0.Session", "Id": leaf, "Name": "User Session",
                     "UserName": self.username}
+        if head == f"{self.sel_uri}/Entries":
+            return self.sel_entry_doc(leaf)
         if head == f"{self.sys}/LogServices/EventLog/Entries":
             entry = next((e for e in list(st.log_entries) if e["Id"] == leaf), None)
             return self.log_entry(entry) if entry else None

@@ -21,3 +21,7 @@ def test_each_pool_shows_its_outcome_figures_and_reasons():
     assert "reason: checkpoint rank-1.npz unreadable" in text and "samples_per_s            unknown" in text
     assert "unknown: training throughput vs reference" in text
     assert "batch: not run" in text
+    # the run's order, whatever the document's: queue first, restore last
+    only = pool_acceptance_text([("train", passed)]).splitlines()
+    shown = [ln.split()[0] for ln in only if ln.startswith("    ")]
+    assert shown[:4] == ["queue_wait_s", "samples_per_s", "throughput_ratio", "restore_s"]
