@@ -97,6 +97,10 @@ class Settings(BaseModel):
     #: allow, tried again while they refuse): past it the node stays cordoned in draining,
     #: held with the pods and budgets that block it, and the run fails. Never retried.
     drain_timeout_s: float = Field(default=300.0, gt=0)
+    #: how long one NCCL run of the pool's fabric test may take; the node stops its own mpirun
+    #: then, and a run that printed nothing in it (a launch that hung) is run once more.
+    #: An 8G all_reduce over two 8-GPU nodes takes minutes on a real fabric
+    fabric_nccl_timeout_s: float = Field(default=1800.0, gt=0)
     #: the file the nodes' NVIDIA device plugin reads its config from (its --config-file):
     #: the ``share`` step writes the pool's MIG strategy and time-slicing there
     device_plugin_config: str = "/etc/nvidia/k8s-device-plugin/config.yaml"

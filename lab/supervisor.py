@@ -233,6 +233,8 @@ class Lab:
             # the nodes' install seeds: written here by bringup, served by the BMC simulator
             "seed_dir": str(self.paths.home / "seeds"),
             "seed_url": f"http://{HOST}:{SEED_PORT}/{{node}}.iso",
+            # the lab's fabric pair runs take seconds: a launch that hangs is cut and run again
+            "fabric_nccl_timeout_s": 240,
             # the site storage the pool acceptance job reads and writes (lab.workloads.prepare);
             # named, so a commission runs each pool's acceptance after admitting nodes
             **{f"acceptance_{k}": str(v) for k, v in self.acceptance_storage().items()},

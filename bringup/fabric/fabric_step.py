@@ -116,7 +116,7 @@ def pool_test(ctx: Context, names: list[str], *, mode: str = "rack",
 
         ms = [member(r, True) for r in members] + [member(r, False) for r in good]
         test = PoolTest(ssh, node_ssh, ms, mode=mode, end=end,  # type: ignore[arg-type]
-                        allow_run_as_root=s.ssh_user == "root")
+                        nccl_timeout=s.fabric_nccl_timeout_s, allow_run_as_root=s.ssh_user == "root")
         run = test.run()
         docs.update(node_documents(run, ms))
         rows += matrix_rows(run, f"{site}/{pool}")

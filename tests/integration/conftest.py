@@ -157,6 +157,8 @@ def start_fleet_lab(home: Path, fleet, fleet_path: Path, kube_listen: str, *, ne
         "image": "ubuntu-2404-cuda128",
         "seed_dir": str(home / "seeds"),
         "seed_url": f"http://{seed_listen}/{{node}}.iso",
+        # the lab's pair runs take seconds; a launch that hangs is cut and run again in time
+        "fabric_nccl_timeout_s": 240,
         **extra,
     }
     path = home / "config.yaml"

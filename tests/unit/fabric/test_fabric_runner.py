@@ -29,7 +29,7 @@ def nodes(*names):
 def test_two_h200_nodes_one_run_at_full_bandwidth_pass_launched_from_the_first():
     fs = FakeSsh(0, (FIX / "nccl-tests/skypilot-gke-h200-allgather-prefixed.txt").read_text())
     r = run_nccl_group(fs, nodes("head", "worker1"), SSH, min_busbw_gbps=100)
-    assert fs.commands[0][0] == "head" and fs.commands[0][1][0] == "mpirun"
+    assert fs.commands[0][0] == "head" and fs.commands[0][1][3] == "mpirun"
     assert r.outcome == "pass" and r.problems == [] and r.busbw_gbps > 100
     below = run_nccl_group(fs, nodes("head", "worker1"), SSH, min_busbw_gbps=1000)
     assert below.outcome == "fail" and "below 1000" in below.problems[-1]
@@ -57,9 +57,38 @@ def test_ranks_never_started_are_unknown_but_a_test_that_died_fails():
 def test_a_run_that_did_not_finish_is_unknown():
     class Slow(FakeSsh):
         def run(self, t, command, *, timeout, input=None, check=False):
+            self.commands.append((t.name, command, timeout))
             return Completed(command, None, "", "", timeout, timed_out=True)
-    r = run_nccl_group(Slow(0, ""), nodes("a", "b"), SSH, min_busbw_gbps=300, timeout=5)
-    assert r.outcome == "unknown" and r.problems == ["mpirun did not finish within 5s"]
+    fs = Slow(0, "")
+    r = run_nccl_group(fs, nodes("a", "b"), SSH, min_busbw_gbps=300, timeout=5)
+    # the node stops its own mpirun at the deadline; our session waits a little longer
+    assert fs.commands[0][1][:4] == ["timeout", "--kill-after=15", "5", "mpirun"] and fs.commands[0][2] == 50
+    # nothing printed: the launch hung, so it was run once more, then given up as unknown
+    assert len(fs.commands) == 2
+    assert r.outcome == "unknown" and r.problems == [
+        "mpirun printed nothing within 5s (its launch hung): stopped, run again", "mpirun did not finish within 5s"]
+
+
+def test_a_hung_launch_is_run_again_and_a_stalled_run_is_not():
+    good = (FIX / "nccl-tests/skypilot-gke-h200-allgather-prefixed.txt").read_text()
+
+    class HungOnce(FakeSsh):
+        def run(self, t, command, *, timeout, input=None, check=False):
+            self.commands.append((t.name, command))
+            if len(self.commands) == 1:   # coreutils timeout's exit: the launch never printed
+                return Completed(command, 124, "", "", timeout)
+            return Completed(command, 0, good, "", 1.0)
+    fs = HungOnce(0, "")
+    r = run_nccl_group(fs, nodes("head", "worker1"), SSH, min_busbw_gbps=100)
+    assert len(fs.commands) == 2 and r.outcome == "pass" and r.problems == []
+
+    class Stalled(FakeSsh):
+        def run(self, t, command, *, timeout, input=None, check=False):
+            self.commands.append((t.name, command))
+            return Completed(command, 124, good.splitlines(keepends=True)[0] * 3, "", timeout)
+    fs = Stalled(0, "")
+    r = run_nccl_group(fs, nodes("head", "worker1"), SSH, min_busbw_gbps=100, timeout=30)
+    assert len(fs.commands) == 1 and r.outcome == "unknown" and r.problems == ["mpirun did not finish within 30s"]
 
 
 class FakeServer:
