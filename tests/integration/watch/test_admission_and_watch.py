@@ -6,7 +6,8 @@ stand-in (its kubelet runs the smoke pods over SSH), checked with real kubectl.
 The module's tests run in order on one fleet: commission (the gate refuses two nodes), a
 full re-burn-in that readmits a healthy node, then XIDs on five serving nodes at once
 (the guard acts on its limit, a PodDisruptionBudget holds a drain, the rest are refused),
-then the drained node's re-burn-in.
+then the drained node's re-burn-in; last, a power supply lost and a leak seen from the
+BMCs of a second pool take those nodes out through the guard.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(150
 REPO = Path(__file__).resolve().parents[3]
 FLEET = REPO / "tests" / "fixtures" / "fleets" / "watch.yaml"
 SITE = "watch-test"
-HEALTHY = {"wt-n01", "wt-n02", "wt-n03", "wt-n04", "wt-n05", "wt-n08"}
+HEALTHY = {"wt-n01", "wt-n02", "wt-n03", "wt-n04", "wt-n05", "wt-n08", "wt-n09", "wt-n10"}
 XID_NODES = ["wt-n01", "wt-n02", "wt-n03", "wt-n04", "wt-n05"]
 
 
@@ -262,3 +263,33 @@ def test_a_hand_cordoned_node_stays_cordoned_and_reconcile_names_its_holder(comm
     rec = nodes(lab)["wt-n03"]
     assert rec.stage == "active" and (rec.custom_fields.get("bringup_reason") or "").startswith(
         "cordoned outside bringup, held by a person")
+
+
+def test_a_lost_power_supply_and_a_leak_seen_from_the_bmc_take_the_nodes_out_through_the_guard(commissioned, lab):
+    """Issue #27 item 4: between burn-ins the watch reads each BMC; a PSU lost (wt-n09) and
+    a leak (wt-n10) are critical, so the guard is asked (watch-h200 has two nodes: both may
+    go), and each node is cordoned, drained and queued for re-burn-in with the BMC's words."""
+    from flows import runtime
+    from flows.healthwatch import healthwatch
+    from lab.inject import inject
+    by_name = {n.name: n for n in lab.fleet.nodes}
+    injected_at = time.monotonic()
+    inject(lab.home, by_name["wt-n09"], Fault(kind=FaultKind.PSU_LOST, value=1))
+    inject(lab.home, by_name["wt-n10"], Fault(kind=FaultKind.LEAK))
+    runtime.forget()
+    rows = {r["node"]: r for r in healthwatch(nodes=["wt-n09", "wt-n10"], queue_reburnin=False, config=lab.path)}
+    took = time.monotonic() - injected_at
+    now = nodes(lab)
+    k = kube(lab)
+    for name, code, words in (("wt-n09", "bmc_psu_lost", "power supply"), ("wt-n10", "bmc_leak", "leak")):
+        rec = now[name]
+        assert rec.stage != "active" and "bringup-reburnin" in rec.tags, (name, rec.stage, rows.get(name))
+        reason = (rec.custom_fields.get("bringup_reason") or "").lower()
+        assert words in reason, (name, reason)
+        assert k.node_state(name).unschedulable
+        health = evidence(lab, rec, "health")
+        assert any(s["code"] == code and s["severity"] == "critical" for s in health["signals"]), health["signals"]
+        journal = " ".join(e["comments"] for e in lab.nb.journal_entries(rec.id))
+        assert "drain refused" not in journal
+    # the lab's figure for the note: from the injected fault to both nodes cordoned
+    print(f"BMC fault to cordon: {took:.1f} s for two nodes (one healthwatch run)")
