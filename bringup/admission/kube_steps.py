@@ -22,7 +22,7 @@ def join(ctx: Context, rec: NodeRecord, params: Mapping[str, Any], ready_timeout
     """Join and label a node whose recorded burn-in passed. The verdict is read back from
     NetBox, never assumed: anything but ``pass`` keeps the node out."""
     from bringup.admission.labels import node_labels
-    from bringup.admission.pool import Pool
+    from bringup.admission.pool import pool_of
     from bringup.admission.readiness import load_policy
     from bringup.remote.ansible import run_playbook
 
@@ -40,11 +40,10 @@ def join(ctx: Context, rec: NodeRecord, params: Mapping[str, Any], ready_timeout
             return StepResult(node=rec.name, step="join", ok=False, summary="kubeadm join failed",
                               reasons=[f"kubeadm join failed: {h.reason()}" for h in res.failed().values()])
     kube.wait_node_ready(rec.name, timeout=ready_timeout)
-    pool = dict(rec.pool)
-    pool_name = pool.pop("name", "default")
+    pool_name, pool = pool_of(rec.pool)
     # rack and block (the rack's NetBox location): the levels of the pool's Kueue Topology
     block = ctx.netbox.rack_locations(rec.site).get((rec.site, rec.rack), "") if rec.rack else ""
-    labels = node_labels(rec.sku, Pool(**pool), {}, {"status": "pass", "date": rec.custom_fields.get("burnin_last")},
+    labels = node_labels(rec.sku, pool, {}, {"status": "pass", "date": rec.custom_fields.get("burnin_last")},
                          pool_name=pool_name, rack=rec.rack or "", block=block)
     # schedulable for the smoke pod only: the readiness gate (next step) lifts the taint
     state = kube.admit(rec.name, labels, annotations={"bringup.io/netbox": rec.url}, pending=load_policy().taint)

@@ -10,9 +10,12 @@ GPU and says which field to fix."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from bringup.errors import ConfigError
 
 
 class Pool(BaseModel):
@@ -32,4 +35,16 @@ class Pool(BaseModel):
     acceptance: dict[str, Any] = Field(default_factory=dict)
 
 
-__all__ = ["Pool"]
+def pool_of(context: Mapping[str, Any]) -> tuple[str, Pool]:
+    """A node's pool name and its :class:`Pool` from the ``bringup_pool`` context NetBox
+    renders for it (``NodeRecord.pool``); a field NetBox holds wrong is a ConfigError naming it."""
+    pool = dict(context)
+    name = str(pool.pop("name", "default"))
+    try:
+        return name, Pool(**pool)
+    except ValidationError as exc:
+        raise ConfigError(f"pool {name}: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}",
+                          hint="fix the pool's bringup_pool config context in NetBox") from None
+
+
+__all__ = ["Pool", "pool_of"]

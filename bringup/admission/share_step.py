@@ -23,9 +23,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import ValidationError
-
-from bringup.admission.pool import Pool
+from bringup.admission.pool import pool_of
 from bringup.admission.sharing import (
     Mig,
     SharingMode,
@@ -42,13 +40,7 @@ from bringup.netbox.adapter import NodeRecord
 def pool_mode(rec: NodeRecord) -> tuple[str, SharingMode]:
     """The node's pool name and its sharing mode for the node's SKU; a pool NetBox holds
     wrong is a ConfigError naming the field (``bringup_pool.time_slicing.replicas``)."""
-    pool = dict(rec.pool)
-    name = str(pool.pop("name", "default"))
-    try:
-        parsed = Pool(**pool)
-    except ValidationError as exc:
-        raise ConfigError(f"pool {name}: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}",
-                          hint="fix the pool's bringup_pool config context in NetBox") from None
+    name, parsed = pool_of(rec.pool)
     return name, sharing_mode(parsed, rec.sku, source=f"pool {name} (NetBox config context)")
 
 
