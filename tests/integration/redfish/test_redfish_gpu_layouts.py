@@ -16,6 +16,7 @@ Sources: tests/fixtures/redfish/hpe-ilo5-oem-devices, tests/fixtures/redfish/gpu
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -39,17 +40,20 @@ from lab.fleet import load_fleet
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[3]
-#: addresses of their own (the session simulator of conftest.py has 127.61.0.x)
-FLEET = """
+#: addresses of this process's own: the module has no xdist group, so two workers may each
+#: start its simulator; on shared addresses one found the other's listening and read a home
+#: the other had written (CI, stop 35). The session simulator of conftest.py has 127.61.0.x.
+NET = f"127.68.{os.getpid() % 250 + 1}"
+FLEET = f"""
 site: gpu-layouts
-pools: {p: {}}
+pools: {{p: {{}}}}
 nodes:
-  - {name: hpe-oem, rack: r1, sku: hgx-h200-141gb, pool: p, bmc_address: 127.61.4.1, address: 127.62.4.1,
-     bmc_vendor: hpe-ilo5-oem}
-  - {name: zero-serials, rack: r1, sku: hgx-h100-80gb, pool: p, bmc_address: 127.61.4.2, address: 127.62.4.2,
-     bmc_vendor: placeholder-gpu-serials}
-  - {name: board-serials, rack: r1, sku: hgx-h100-80gb, pool: p, bmc_address: 127.61.4.3, address: 127.62.4.3,
-     bmc_vendor: board-serial-tray}
+  - {{name: hpe-oem, rack: r1, sku: hgx-h200-141gb, pool: p, bmc_address: {NET}.1, address: 127.62.4.1,
+     bmc_vendor: hpe-ilo5-oem}}
+  - {{name: zero-serials, rack: r1, sku: hgx-h100-80gb, pool: p, bmc_address: {NET}.2, address: 127.62.4.2,
+     bmc_vendor: placeholder-gpu-serials}}
+  - {{name: board-serials, rack: r1, sku: hgx-h100-80gb, pool: p, bmc_address: {NET}.3, address: 127.62.4.3,
+     bmc_vendor: board-serial-tray}}
 """
 
 
@@ -81,7 +85,8 @@ def lab(tmp_path_factory) -> Iterator[Lab]:
                                 stderr=subprocess.STDOUT)
         try:
             deadline = time.monotonic() + 20
-            while not _listening("127.61.4.3", 8443):
+            # its own credentials written and its last node listening: the simulator is up
+            while not ((home / "secrets" / "bmc.yaml").exists() and _listening(f"{NET}.3", 8443)):
                 assert proc.poll() is None, (home / "bmcsim.log").read_text()
                 assert time.monotonic() < deadline, "the simulator did not listen in 20 s"
                 time.sleep(0.1)
