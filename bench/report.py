@@ -31,6 +31,7 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -175,6 +176,11 @@ class Fleet:
 
     def stage_changes(self, node_ids: list[int]) -> dict[int, list[tuple[str, str]]]:
         return {i: self.history[i - 1][1] for i in node_ids}
+
+    def _raw(self, method: str, path: str, **kw) -> SimpleNamespace:
+        """The adapter's generic read, which the GPUs out of service are read with: none
+        in the synthetic fleet (one answer per chunk, as NetBox gives with no match)."""
+        return SimpleNamespace(json=lambda: {"results": [], "next": None})
 
 
 def run(args: argparse.Namespace) -> None:

@@ -186,3 +186,7 @@ class SimRuntime:
         """The bench does not simulate the health watch's looks at serving nodes."""
         raise NotImplementedError(f"no health watch in the bench: cannot look at {name}; "
                                   "run the healthwatch flow against the lab or a site")
+
+    def quarantine_gpus(self, name: str, look) -> str:
+        """No health watch in the bench, so no GPU a look found bad."""
+        raise NotImplementedError(f"no health watch in the bench: no GPU of {name} to quarantine")

@@ -120,6 +120,12 @@ class Settings(BaseModel):
     #: findings: ``bringup`` (its health watch does), or ``nvsentinel`` (NVIDIA's NVSentinel
     #: does; bringup records its findings in NetBox and never cordons or taints for them)
     health_owner: Literal["bringup", "nvsentinel"] = "bringup"
+    #: how the site's GPU allocation keeps work off one bad GPU, so the node serves on the
+    #: others (bringup/data/gpu_quarantine.yaml): ``device-plugin`` (the NVIDIA device plugin
+    #: marks a GPU unhealthy itself on a critical XID; bringup checks allocatable dropped),
+    #: ``dra`` (bringup places a DeviceTaintRule on the GPU's device), ``none`` (one bad GPU
+    #: takes the node out)
+    gpu_isolation: Literal["device-plugin", "dra", "none"] = "device-plugin"
     #: the pool acceptance job's site storage, as its pods see them (bringup.workload): the
     #: dataset sample, the base weights, and a folder it writes checkpoints to
     acceptance_data: str = ""

@@ -27,16 +27,21 @@ from .walk import RETRY, RunFailed, claimant, run_ended
 
 # a transient error (NetBox or the API restarting) is looked at again after a pause
 @task(name="look", **RETRY)
-def look_node(node: str, config: str | None = None) -> dict:
-    """One look at ``node`` under its lease; a node another run holds is skipped."""
+def look_node(node: str, config: str | None = None, act: bool = True) -> dict:
+    """One look at ``node`` under its lease; a node another run holds is skipped. A GPU
+    the look takes out of service (one GPU's fault; the node keeps serving) is quarantined
+    here, under the same lease, when the run acts."""
     rt = runtime.get(config)
     lc = rt.lifecycle()
     me = claimant()
     held = lc.acquire(node, me, ended=run_ended)
     if held is not None:
         return {"node": node, "skipped": f"held by {held.holder}", "signals": [], "critical": []}
+    gpu_action = ""
     try:
         look = rt.watch(node)
+        if act and look.gpus and not look.deferred_to and not look.critical:
+            gpu_action = rt.quarantine_gpus(node, look)
     finally:
         lc.release(node, me.holder)
     # what a look costs: the operator's figure for sizing the watch's interval
@@ -46,8 +51,8 @@ def look_node(node: str, config: str | None = None) -> dict:
     deferred = bool(look.deferred_to)
     return {"node": node, "skipped": "", "seconds": round(look.seconds, 2), "error": look.error,
             "signals": [f"{s.severity}: {s.message}" for s in look.signals],
-            "critical": [] if deferred else [s.message for s in look.critical],
-            "deferred_to": look.deferred_to,
+            "critical": [] if deferred else look.node_reasons,
+            "deferred_to": look.deferred_to, "gpu_action": gpu_action,
             "evidence": look.evidence() if look.critical and not deferred else None}
 
 
@@ -85,7 +90,7 @@ def healthwatch(site: str | None = None, rack: str | None = None, tag: str | Non
     log = get_run_logger()
     rt = runtime.get(config)
     active = [s for s in rt.select(site=site, rack=rack, tag=tag, names=nodes) if s.stage == State.ACTIVE.value]
-    futures = [(s.name, look_node.submit(s.name, config)) for s in active]
+    futures = [(s.name, look_node.submit(s.name, config, act)) for s in active]
     looks = [outcome(name, f.result(raise_on_failure=False)) for name, f in futures]
     suspects = [lk for lk in looks if lk["critical"]]
     decisions = []
@@ -103,8 +108,8 @@ def healthwatch(site: str | None = None, rack: str | None = None, tag: str | Non
             acted = {n: f"{v}; {note}" for n, v in acted.items()}
     rows = [{"node": lk["node"], "signals": "; ".join(lk["signals"]) or _quiet(lk),
              "critical": len(lk["critical"]), "look s": lk.get("seconds", ""),
-             "action": acted.get(lk["node"], "") or (f"recorded only: the health owner is {lk['deferred_to']}"
-                                                     if lk.get("deferred_to") else "")}
+             "action": acted.get(lk["node"], "") or lk.get("gpu_action", "")
+             or (f"recorded only: the health owner is {lk['deferred_to']}" if lk.get("deferred_to") else "")}
             for lk in looks]
     create_table_artifact(key=_key("healthwatch-looks"), table=rows or [{"node": "", "signals": "no active nodes"}],
                           description=f"{len(looks)} active node(s) looked at, {len(suspects)} with critical signals")

@@ -54,6 +54,11 @@ class Runtime(Protocol):
         """One health-watch look at active node ``name``."""
         ...
 
+    def quarantine_gpus(self, name: str, look: Look) -> str:
+        """Take the GPUs ``look`` found bad out of service (the node keeps serving on the
+        others); what was done, in words."""
+        ...
+
     def guard(self, requests: list[Request]) -> list[Decision]:
         """The blast-radius guard's decision on each request to take a node out of
         service (refusals already journaled)."""
@@ -110,6 +115,12 @@ class SiteRuntime:
         from bringup.service.watch_step import look
         (rec,) = self.ctx.netbox.nodes(names=[name])   # a look compares no MACs
         return look(self.ctx, rec, load_policy(), load_thresholds_file().fatal_xids)
+
+    def quarantine_gpus(self, name: str, look: Look) -> str:
+        """One GPU's fault: the GPU out of service, the node serving on (see flows.healthwatch)."""
+        from bringup.service.gpu_quarantine import quarantine
+        (rec,) = self.ctx.netbox.nodes(names=[name])
+        return quarantine(self.ctx, rec, look.gpus, serials=look.gpu_serials)
 
     def guard(self, requests: list[Request]) -> list[Decision]:
         """The blast-radius guard's decisions on taking ``requests``' nodes out of service,

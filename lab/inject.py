@@ -8,7 +8,9 @@ change under a running OS, and keeps the injected ones beside the node
 (``nodes/<name>/injected.json``) so a later injection adds to them. The node's next tool
 run (the health watch's look, a re-burn-in) sees them. Faults the cluster shows (the
 device plugin's count) are changed through the Kubernetes API stand-in instead
-(:func:`advertise_gpus`).
+(:func:`advertise_gpus`): on a node joined to the lab's Kubernetes, injecting or clearing
+an XID or ``device_plugin_short`` sets its whole-GPU count as NVIDIA's device plugin
+would (:func:`plugin_gpus`; the XIDs it ignores are data, ``lab/gpu/device_plugin.yaml``).
 
 A fault is checked before anything is written: :func:`parse_fault` turns an operator's
 words (``bringup lab inject``) into one, refusing an unknown kind or a value that must be
@@ -19,11 +21,16 @@ refusal is one :class:`LabError` naming what is valid.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from bringup.admission.labels import PREFIX
 from bringup.sku import SkuSpec, load_skus
 from lab.errors import LabError
 
@@ -44,6 +51,12 @@ FABRIC_IFACE = frozenset({FaultKind.IB_PORT_DOWN, FaultKind.IB_WRONG_SPEED, Faul
                           FaultKind.NIC_NUMA, FaultKind.FLAPPING_PORT})
 #: pcie_downtrained's value: a link width (8) or a generation (gen3)
 _PCIE = re.compile(r"(?i)gen\d+")
+#: the faults that change what the device plugin advertises on a serving node
+PLUGIN_KINDS = frozenset({FaultKind.XID, FaultKind.DEVICE_PLUGIN_SHORT})
+DEVICE_PLUGIN_DATA = Path(__file__).with_name("gpu") / "device_plugin.yaml"
+GPU = "nvidia.com/gpu"
+
+log = logging.getLogger(__name__)
 
 
 def _number(text: str) -> int | float | None:
@@ -127,6 +140,8 @@ def inject(home: Path, node: NodeSpec, *faults: Fault) -> NodeSpec:
             _flap(nd.root, sku, f)
     path = nd.dir / "injected.json"
     path.write_text(json.dumps([f.model_dump(mode="json", exclude_none=True) for f in [*before, *faults]], indent=1))
+    if any(f.kind in PLUGIN_KINDS for f in faults):
+        replug(home, now, sku.gpu.count)
     return now
 
 
@@ -163,6 +178,8 @@ def clear(home: Path, node: NodeSpec, kind: str | None = None) -> tuple[list[Fau
         path.write_text(f"{value}\n")
     (nd.dir / "injected.json").write_text(json.dumps([f.model_dump(mode="json", exclude_none=True) for f in kept],
                                                      indent=1))
+    if any(f.kind in PLUGIN_KINDS for f in gone):
+        replug(home, now, sku.gpu.count)  # a repaired GPU is healthy again once the plugin restarts
     return gone, now
 
 
@@ -189,9 +206,86 @@ def _flap(root: Path, sku: Any, f: Fault) -> None:
         path.write_text(f"{int(path.read_text().strip() or 0) + grow}\n")
 
 
-def advertise_gpus(kube: Any, name: str, count: int) -> None:
-    """The node's device plugin now advertises ``count`` GPUs (capacity and allocatable),
-    as the real plugin does when it marks devices unhealthy."""
+def advertise_gpus(kube: Any, name: str, count: int, capacity: int | None = None) -> None:
+    """The node's device plugin now advertises ``count`` healthy GPUs: its allocatable, and
+    its capacity unless ``capacity`` says otherwise (the kubelet counts a GPU the plugin marked
+    unhealthy in capacity, not in allocatable; one the plugin never found in neither)."""
     from kubernetes import client as k8s
-    body = {"status": {"capacity": {"nvidia.com/gpu": str(count)}, "allocatable": {"nvidia.com/gpu": str(count)}}}
-    k8s.CoreV1Api(kube.api_client).patch_node_status(name, body)
+    cap = count if capacity is None else capacity
+    body = {"status": {"capacity": {GPU: str(cap)}, "allocatable": {GPU: str(count)}}}
+    kube._call(f"patch node {name} status", k8s.CoreV1Api(kube.api_client).patch_node_status, name, body)
+
+
+def ignored_xids(path: Path = DEVICE_PLUGIN_DATA) -> frozenset[int]:
+    """The XIDs after which the device plugin keeps a GPU healthy (application errors)."""
+    return frozenset(int(x) for x in (yaml.safe_load(path.read_text()) or {}).get("ignored_xids") or [])
+
+
+def _xid_code(f: Fault) -> int | None:
+    try:
+        return int(float(f.value or 79))  # the code the profile writes (lab/gpu/profile.py)
+    except (TypeError, ValueError):
+        return None
+
+
+def unhealthy_gpus(faults: Iterable[Fault], ignored: frozenset[int]) -> set[int]:
+    """The GPUs the device plugin marks unhealthy: each one (GPU 0 when the fault names none,
+    as the profile does) with an XID it does not ignore; an XID code it cannot read counts."""
+    return {f.gpu if f.gpu is not None else 0 for f in faults
+            if f.kind == FaultKind.XID and _xid_code(f) not in ignored}
+
+
+def plugin_gpus(total: int, faults: Iterable[Fault], ignored: frozenset[int]) -> tuple[int, int]:
+    """(capacity, allocatable) whole GPUs the device plugin advertises for a node of ``total``
+    GPUs with ``faults``: it finds ``total``, or the last ``device_plugin_short``'s count, and
+    hands out those less one per distinct GPU an XID made unhealthy."""
+    faults = list(faults)
+    found = total
+    for f in faults:
+        if f.kind == FaultKind.DEVICE_PLUGIN_SHORT:  # as the profile reads it (lab/gpu/profile.py)
+            found = int(float(f.value if f.value is not None else total - 1))
+    bad = {g for g in unhealthy_gpus(faults, ignored) if g < found}
+    return found, max(found - len(bad), 0)
+
+
+def whole_gpus_only(labels: Mapping[str, str], capacity: Mapping[str, str]) -> bool:
+    """The node advertises whole GPUs only: no MIG devices, no time-sliced replicas."""
+    if labels.get(f"{PREFIX}/sharing", "exclusive") != "exclusive" or labels.get("nvidia.com/mig.strategy"):
+        return False
+    if labels.get("nvidia.com/gpu.sharing-strategy", "none") not in ("", "none"):
+        return False
+    return not any(k.startswith("nvidia.com/") and k != GPU for k in capacity)
+
+
+def replug(home: Path, node: NodeSpec, total: int) -> tuple[int, int] | None:
+    """What the device plugin of ``node`` advertises now that its faults are ``node.faults``,
+    set on its Node in the lab's Kubernetes; returns (capacity, allocatable), or None where
+    nothing was set: the lab's API is not up, the node never joined, or it shares its GPUs."""
+    from bringup.errors import BringupError
+    from bringup.kube import KubeAdapter
+
+    from .kubeapi.config import Paths
+    kubeconfig = Paths(home).kubeconfig
+    if not kubeconfig.exists():
+        return None
+    try:
+        kube = KubeAdapter.from_kubeconfig(kubeconfig, request_timeout=5.0)
+    except BringupError:
+        return None
+    try:
+        state = kube.node_state(node.name)
+        if not state.exists or GPU not in state.capacity:
+            return None
+        if not whole_gpus_only(state.labels, state.capacity):
+            # MIG devices and time-sliced replicas are not one-per-GPU: what a shared node
+            # advertises after an XID is not modelled, so it is left as it is
+            log.info("node %s shares its GPUs: its advertised resources are left as they are", node.name)
+            return None
+        cap, alloc = plugin_gpus(total, node.faults, ignored_xids())
+        advertise_gpus(kube, node.name, alloc, capacity=cap)
+        return cap, alloc
+    except BringupError as exc:  # the lab's Kubernetes is down: no device plugin to tell
+        log.info("node %s: device plugin count not set: %s", node.name, exc)
+        return None
+    finally:
+        kube.api_client.close()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from bringup.admission.readiness import (
@@ -125,15 +125,18 @@ def sharing_checks(rec: NodeRecord, facts: NodeFacts) -> tuple[list[Check] | Non
 
 
 def gate(ctx: Context, rec: NodeRecord, params: Mapping[str, Any]) -> StepResult:
+    from bringup.service.gpu_quarantine import release_passed
     policy = load_policy()
-    expected = expected_of(rec)
+    # GPUs quarantined one by one: back in service after the burn-in that led here, or
+    # (gpu_quarantine.yaml says so) kept out, and the node is admitted on the others
+    expected = replace(expected_of(rec), gpus_out=release_passed(ctx, rec))
     kube = ctx.kube
     facts = facts_of(kube, rec.name)
     shared, extra, share_resource = sharing_checks(rec, facts) if facts.registered else (None, [], None)
     checks = node_checks(policy, facts, expected, shared) + extra
     pod: PodOutcome | None = None
     if not failures(checks):  # a node that cannot hand out its GPUs gets no pod
-        pod = run_smoke(kube, policy, rec.name, 1 if share_resource else expected.gpu_count, share_resource)
+        pod = run_smoke(kube, policy, rec.name, 1 if share_resource else expected.serving_gpus, share_resource)
         checks += assess(pod, expected, share=share_resource is not None)
     reasons = failures(checks)
     doc = {"checks": [asdict(c) for c in checks], "expected": asdict(expected),

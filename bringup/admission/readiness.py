@@ -84,6 +84,20 @@ class Expected:
     gpu_model: str
     gpu_memory_mib: int
     driver: str
+    #: the node's GPUs NetBox holds out of service (quarantined one by one, issue #27 item
+    #: 3): the device plugin hands out the others only; GFD still counts them all
+    gpus_out: tuple[int, ...] = ()
+
+    @property
+    def serving_gpus(self) -> int:
+        """The whole GPUs the node should hand out: the SKU's less those out of service."""
+        return max(self.gpu_count - len(set(self.gpus_out)), 0)
+
+    def counted(self) -> str:
+        """NetBox's count in words, with the GPUs out of service when there are any."""
+        out = sorted(set(self.gpus_out))
+        return str(self.serving_gpus) + (f" ({self.gpu_count} less GPU {', '.join(map(str, out))} out of service)"
+                                         if out else "")
 
     def value(self, name: ExpectField) -> str:
         if name == "gpu_product":
@@ -195,15 +209,16 @@ def node_checks(policy: ReadinessPolicy, node: NodeFacts, expected: Expected,
     raw = node.allocatable.get(res)
     if raw is None:
         checks.append(Check("allocatable", "fail", f"the device plugin advertises no {res} "
-                                                   f"(allocatable has none; NetBox expects {expected.gpu_count})"))
+                                                   f"(allocatable has none; NetBox expects {expected.counted()})"))
     else:
         got = _quantity(raw)
         if got is None:
             checks.append(Check("allocatable", "unknown", f"allocatable {res} is {raw!r}, not a count"))
         else:
-            ok = got == expected.gpu_count
+            ok = got == expected.serving_gpus
             checks.append(Check("allocatable", "pass" if ok else "fail",
-                                f"allocatable {res}: {got}" + ("" if ok else f", NetBox expects {expected.gpu_count}")))
+                                f"allocatable {res}: {got}" + ("" if ok else f", NetBox expects {expected.counted()}")
+                                + (f" ({expected.counted()})" if ok and expected.gpus_out else "")))
     checks.extend(label_checks(policy, node.labels, expected))
     return checks
 

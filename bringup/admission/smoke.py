@@ -114,10 +114,10 @@ def assess(outcome: PodOutcome, expected: Expected, share: bool = False) -> list
         checks.append(Check("smoke device query", "unknown", "the pod's log has no device-query rows"))
     else:
         odd = [r for r in rows if r.name != want_name]
-        count_ok = 1 <= len(rows) <= expected.gpu_count if share else len(rows) == expected.gpu_count
+        count_ok = 1 <= len(rows) <= expected.serving_gpus if share else len(rows) == expected.serving_gpus
         ok = count_ok and not odd
         detail = f"{len(rows)} GPU(s) visible in the pod" + (
-            "" if ok else f", NetBox expects {'1 to ' if share else ''}{expected.gpu_count} x {want_name}"
+            "" if ok else f", NetBox expects {'1 to ' if share else ''}{expected.serving_gpus} x {want_name}"
             + (f"; other models: {sorted({r.name for r in odd})}" if odd else ""))
         checks.append(Check("smoke device query", "pass" if ok else "fail", detail))
     checks.append(nccl_check(outcome.log))

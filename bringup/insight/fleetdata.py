@@ -75,6 +75,8 @@ class NodeHistory:
     sku: str = ""
     gpus: int = 0
     stage: str = ""
+    #: how many of its GPUs NetBox holds out of service (quarantined one by one)
+    gpus_out: int = 0
     journal: Sequence[JournalEntry] = ()
     changes: Sequence[StageChange] = ()
     #: the node's ``bringup_reason`` now (who holds it cordoned, when someone else does)
@@ -267,7 +269,8 @@ def _verdict(h: NodeHistory, doc: _Doc, run: int, row: dict[str, Any], rows: _Ro
 
 def _node(h: NodeHistory, rows: _Rows, verify: bool) -> None:
     rows.nodes.append({"node": h.node, "site": h.site, "rack": h.rack, "pool": h.pool, "sku": h.sku,
-                       "gpus": h.gpus, "stage": h.stage, "reason": h.reason})
+                       "gpus": h.gpus, "gpus_out": h.gpus_out, "gpus_healthy": max(h.gpus - h.gpus_out, 0),
+                       "stage": h.stage, "reason": h.reason})
     rows.stages.extend((h.node, c.stage, c.at) for c in h.changes)
     rows.incidents.extend((h.node, e.created, what) for e in h.journal
                           for head, what in INCIDENTS.items() if e.comments.startswith(head))
@@ -320,8 +323,8 @@ def _frames(rows: _Rows) -> FleetData:
     stages["start"] = pd.to_datetime(stages["start"], utc=True, errors="coerce", format="ISO8601")
     stages = stages.sort_values(["node", "start"], kind="stable").reset_index(drop=True)
     stages["end"] = stages.groupby("node")["start"].shift(-1)
-    nodes = pd.DataFrame.from_records(rows.nodes, columns=["node", "site", "rack", "pool", "sku", "gpus", "stage",
-                                                           "reason"])
+    nodes = pd.DataFrame.from_records(rows.nodes, columns=["node", "site", "rack", "pool", "sku", "gpus", "gpus_out",
+                                                           "gpus_healthy", "stage", "reason"])
     nodes["reason"] = nodes["reason"].fillna("").astype(str)
     for col in ("site", "rack", "pool", "sku", "stage"):
         nodes[col] = nodes[col].astype("category")
@@ -336,8 +339,9 @@ def _frames(rows: _Rows) -> FleetData:
 def load(netbox: Any, *, site: str | None = None, rack: str | None = None, verify: bool = False,
          chunk: int = 500) -> FleetData:
     """The fleet's tables from NetBox, through the adapter (:class:`~bringup.netbox.adapter.NetBox`):
-    the nodes, then their journal entries and stage changes in bulk reads, ``chunk`` nodes at
-    a time (so only that many nodes' documents are held at once)."""
+    the nodes, then their journal entries, stage changes and GPUs out of service in bulk
+    reads, ``chunk`` nodes at a time (so only that many nodes' documents are held at once)."""
+    from bringup.netbox.gpu_records import failed_gpus
     records = netbox.nodes(site=site, rack=rack)
 
     def histories():
@@ -346,10 +350,12 @@ def load(netbox: Any, *, site: str | None = None, rack: str | None = None, verif
             ids = [r.id for r in part]
             journals = netbox.journals(ids)
             changes = netbox.stage_changes(ids)
+            out = failed_gpus(netbox, ids)
             for r in part:
                 yield NodeHistory(
                     node=r.name, site=r.site, rack=r.rack, pool=str((r.pool or {}).get("name") or "default"),
                     sku=r.sku.sku, gpus=r.sku.gpu.count, stage=r.stage,
+                    gpus_out=len({g.index for g in out.get(r.id, [])}),
                     journal=[JournalEntry(int(e["id"]), str(e["created"]), str(e.get("kind") or ""),
                                           str(e.get("comments") or "")) for e in journals.get(r.id, [])],
                     changes=[StageChange(at, stage) for at, stage in changes.get(r.id, [])],

@@ -32,8 +32,8 @@ figure { margin: 0 0 1.5em; } figure img { max-width: 100%; border: 1px solid #d
 figcaption { color: #555; font-size: 0.9em; }
 """
 
-NODE_COLUMNS = ["node", "mark", "site", "rack", "pool", "sku", "gpus", "stage", "held_by", "runs", "last_verdict",
-                "last_judged_at", "busbw_gbps", "max_temp_c", "planned_to_serving_h", "incidents", "mtbi_h",
+NODE_COLUMNS = ["node", "mark", "site", "rack", "pool", "sku", "gpus", "gpus_healthy", "stage", "held_by", "runs",
+                "last_verdict", "last_judged_at", "busbw_gbps", "max_temp_c", "planned_to_serving_h", "incidents", "mtbi_h",
                 "last_reasons"]
 FAULT_COLUMNS = ["node", "mark", "stage", "last_verdict", "last_judged_at", "last_reasons"]
 BAND_COLUMNS = ["sku", "nodes", "peers", "threshold_gbps", "min_peers", "k", "min_relative", "median_gbps",

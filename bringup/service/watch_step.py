@@ -25,6 +25,7 @@ from bringup.lifecycle.results import Evidence
 from bringup.netbox.adapter import NodeRecord
 from bringup.provision.configure_steps import manifest_of
 from bringup.service.bmc_health import BmcLook, bmc_signals, unreadable
+from bringup.service.gpu_scope import Scope
 from bringup.service.health import Condition, Signal, Snapshot, WatchPolicy, assess, critical, snapshot
 
 KIND = "health"
@@ -42,18 +43,40 @@ class Look:
     error: str = ""
     #: the site's health owner when it is not bringup: the findings are recorded, never acted on
     deferred_to: str = ""
+    #: which critical signals take one GPU out and which the node (None: not asked, every
+    #: critical signal is the node's)
+    scope: Scope | None = None
+    #: each GPU's serial as NVML reads it, by index (the inventory check), for NetBox's record
+    gpu_serials: dict[int, str] = field(default_factory=dict)
 
     @property
     def critical(self) -> list[Signal]:
-        return critical(self.signals)
+        """The signals the node goes for (one GPU's fault takes the GPU only: ``gpus``)."""
+        return list(self.scope.node) if self.scope is not None else critical(self.signals)
+
+    @property
+    def gpus(self):
+        """The GPUs this look takes out of service while the node keeps serving."""
+        return list(self.scope.gpus) if self.scope is not None else []
+
+    @property
+    def node_reasons(self) -> list[str]:
+        """Why the node goes, as the lifecycle records it."""
+        why = [self.scope.why_node] if self.scope is not None and self.scope.why_node else []
+        return [s.message for s in self.critical] + why
 
     def evidence(self) -> Evidence:
         """The look as evidence (for the lifecycle's record when the node is acted on)."""
         crit = self.critical
         text = "\n".join(f"- **{s.severity}** {s.message}" for s in self.signals) or "- nothing new"
+        if self.scope is not None and (self.scope.gpus or self.scope.why_node):
+            text += "\n\n" + ("\n".join(f"- GPU {g.gpu} taken out of service, the node keeps serving: {g.message}"
+                                       for g in self.scope.gpus) or f"- the node goes: {self.scope.why_node}")
         return Evidence(kind=KIND, document={"snapshot": self.snapshot.to_json() if self.snapshot else None,
                                              "signals": [asdict(s) for s in self.signals],
-                                             "agent_rc": self.agent_rc},
+                                             "agent_rc": self.agent_rc,
+                                             "gpus_out": [asdict(g) for g in self.gpus],
+                                             "why_node": self.scope.why_node if self.scope else ""},
                         summary=f"## Health watch look\n\n{text}\n", style="danger" if crit else "warning")
 
 
@@ -117,6 +140,11 @@ def look(ctx: Context, rec: NodeRecord, policy: WatchPolicy, fatal_xids: list[in
                    expected_gpus=rec.sku.gpu.count)
     out.signals = sorted(found + bmc_sigs, key=lambda s: s.severity != "critical")
     out.changed = prev is None or prev != out.snapshot
+    if out.signals and critical(out.signals):
+        from bringup.service.gpu_quarantine import scope_of
+        raw = str((allocatable or {}).get("nvidia.com/gpu", "")).strip()
+        out.scope = scope_of(ctx, rec, out.signals, int(raw) if raw.isdigit() else None)
+        out.gpu_serials = serials_of(doc)
     if out.changed or out.signals:
         from bringup.netbox.records import NetBoxRecords
         records = NetBoxRecords(ctx)
@@ -124,10 +152,22 @@ def look(ctx: Context, rec: NodeRecord, policy: WatchPolicy, fatal_xids: list[in
         # (the flow holds the node's lease meanwhile); the stage is not touched
         records.write(rec, fields={"bringup_evidence": records.put_evidence(rec, [out.evidence()])})
         owner = getattr(ctx.settings, "health_owner", "bringup")
-        if out.critical and owner != "bringup":
+        if (out.critical or out.gpus) and owner != "bringup":
             out.deferred_to = owner
-            records.journal(rec, deferral(owner, out.critical), kind="warning")
+            records.journal(rec, deferral(owner, critical(out.signals)), kind="warning")
     out.seconds = time.monotonic() - started
+    return out
+
+
+def serials_of(doc: dict[str, Any]) -> dict[int, str]:
+    """GPU index -> serial from the agent's inventory check (what NVML says, in NVML's
+    order: the BMC's list of serials is in another order); GPUs without one are left out."""
+    checks = {c.get("name"): c for c in doc.get("checks") or [] if isinstance(c, dict)}
+    out = {}
+    for g in ((checks.get("inventory") or {}).get("data") or {}).get("gpus") or []:
+        index, serial = g.get("index"), g.get("serial")
+        if isinstance(index, int) and isinstance(serial, str) and serial.strip():
+            out[index] = serial.strip()
     return out
 
 

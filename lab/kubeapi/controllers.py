@@ -8,7 +8,10 @@
 * the bootstrap signer signs ``kube-public/cluster-info`` with every bootstrap token
   (detached JWS, HS256, ``jws-kubeconfig-<token-id>``) so ``kubeadm join`` can check it;
 * bearer tokens: the lab admin token, or a valid bootstrap token (group
-  ``system:bootstrappers``), which may only register nodes and read cluster-info.
+  ``system:bootstrappers``), which may only register nodes and read cluster-info;
+* a DeviceTaintRule's taint is checked and stamped as the real server does (``timeAdded``
+  set when absent, and anew when an update changes the effect but not the time;
+  ``generation`` counts spec changes; status written only through ``/status``).
 """
 
 from __future__ import annotations
@@ -84,6 +87,46 @@ def admit(plural: str, obj: dict[str, Any]) -> None:
         for k in ("firstTimestamp", "lastTimestamp"):  # the server stores RFC 3339 times in UTC, "Z"
             if isinstance(obj.get(k), str) and obj[k].endswith("+00:00"):
                 obj[k] = obj[k][:-len("+00:00")] + "Z"
+    elif plural == "devicetaintrules":
+        taint_rule_defaults(obj, None)
+
+
+def admit_update(plural: str, obj: dict[str, Any], old: dict[str, Any]) -> None:
+    """What the API server applies to an object replaced or patched (not its status)."""
+    if plural == "devicetaintrules":
+        taint_rule_defaults(obj, old)
+
+
+#: the effects a device taint may have (resource.k8s.io DeviceTaint.effect)
+DEVICE_TAINT_EFFECTS = ("None", "NoSchedule", "NoExecute")
+
+
+def taint_rule_defaults(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    """Check a DeviceTaintRule's taint and stamp it (API reference of DeviceTaintRule and
+    DeviceTaint, resource.k8s.io/v1beta2): ``timeAdded`` is set when absent, and replaced
+    by now when an update changes the effect but sends the old time back."""
+    name = (obj.get("metadata") or {}).get("name", "")
+    taint = (obj.get("spec") or {}).get("taint")
+    if not isinstance(taint, dict) or not taint.get("key"):
+        bad = "spec.taint.key" if isinstance(taint, dict) else "spec.taint"
+        raise ApiStatus(422, f'DeviceTaintRule.resource.k8s.io "{name}" is invalid: {bad}: Required value')
+    if taint.get("effect") not in DEVICE_TAINT_EFFECTS:
+        raise ApiStatus(422, f'DeviceTaintRule.resource.k8s.io "{name}" is invalid: spec.taint.effect: '
+                             f'Unsupported value: "{taint.get("effect")}": supported values: '
+                             + ", ".join(f'"{e}"' for e in DEVICE_TAINT_EFFECTS))
+    meta = obj.setdefault("metadata", {})
+    before = ((old or {}).get("spec") or {}).get("taint") or {}
+    if not taint.get("timeAdded") or (old is not None and taint.get("effect") != before.get("effect")
+                                       and taint.get("timeAdded") == before.get("timeAdded")):
+        taint["timeAdded"] = now_rfc3339()
+    obj.pop("status", None)  # status is the controllers' to write (the /status subresource)
+    if old is None:
+        meta["generation"] = 1
+        return
+    if "status" in old:
+        obj["status"] = old["status"]
+    gen = int((old.get("metadata") or {}).get("generation") or 1)
+    meta["generation"] = gen + 1 if obj.get("spec") != old.get("spec") else gen
 
 
 def _healthy(pod: dict[str, Any]) -> bool:

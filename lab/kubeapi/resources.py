@@ -1,7 +1,14 @@
 """The resource types the stand-in serves, and the discovery documents built from them.
 
-Only what the bringup adapter (and the pool acceptance run's Jobs and Kueue queues), ``kubeadm join`` and ``kubectl`` (get / label / taint /
-cordon / drain / logs / describe / get events / get -w) use. Field selectors per resource are those the real server indexes.
+Only what the bringup adapter (and the pool acceptance run's Jobs and Kueue queues, and
+GPU-level quarantine through DRA device taints), ``kubeadm join`` and ``kubectl`` (get /
+label / taint / cordon / drain / logs / describe / get events / get -w) use. Field
+selectors per resource are those the real server indexes.
+
+A group may be served in several versions (``GROUPS``, the preferred one first), as
+``resource.k8s.io`` is: ResourceSlices in ``v1`` and ``v1beta2``, DeviceTaintRules in
+``v1beta2`` only (a v1.36 server's shape). One object is one object whichever version
+wrote it (the store keys by group and plural), and it is answered in the version asked.
 """
 
 from __future__ import annotations
@@ -60,9 +67,19 @@ RESOURCES: list[Resource] = [
              ("status",)),
     Resource("kueue.x-k8s.io", "v1beta1", "workloads", "Workload", True, ("wl",), frozenset(_META), ("status",)),
     Resource("kueue.x-k8s.io", "v1beta1", "resourceflavors", "ResourceFlavor", False, ("rf",), frozenset(_META)),
+    # DRA (resource.k8s.io): the devices a DRA driver publishes per node, and the admin's
+    # DeviceTaintRules over them (bringup/kube/device_taints.py); the real server indexes
+    # ResourceSlices by node and driver (pkg/registry/resource/resourceslice, selectable fields)
+    *(Resource("resource.k8s.io", v, "resourceslices", "ResourceSlice", False, (),
+               frozenset(_META | {"spec.nodeName", "spec.driver"})) for v in ("v1", "v1beta2")),
+    Resource("resource.k8s.io", "v1beta2", "devicetaintrules", "DeviceTaintRule", False, (), frozenset(_META),
+             ("status",)),
 ]
 
-GROUPS = {"apps": "v1", "policy": "v1", "coordination.k8s.io": "v1", "batch": "v1", "kueue.x-k8s.io": "v1beta1"}
+#: each group's versions, the preferred one first
+GROUPS: dict[str, tuple[str, ...]] = {
+    "apps": ("v1",), "policy": ("v1",), "coordination.k8s.io": ("v1",), "batch": ("v1",),
+    "kueue.x-k8s.io": ("v1beta1",), "resource.k8s.io": ("v1", "v1beta2")}
 
 
 def find(group: str, version: str, plural: str) -> Resource | None:
@@ -104,9 +121,18 @@ def resource_list(group: str, version: str) -> dict | None:
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": items}
 
 
+def api_group(name: str) -> dict | None:
+    """``APIGroup`` of one group: every version served, the preferred one first."""
+    if name not in GROUPS:
+        return None
+    versions = [{"groupVersion": f"{name}/{v}", "version": v} for v in GROUPS[name]]
+    return {"kind": "APIGroup", "apiVersion": "v1", "name": name, "versions": versions,
+            "preferredVersion": versions[0]}
+
+
 def api_group_list() -> dict:
     groups = []
-    for g, v in GROUPS.items():
-        gv = {"groupVersion": f"{g}/{v}", "version": v}
-        groups.append({"name": g, "versions": [gv], "preferredVersion": gv})
+    for g in GROUPS:
+        doc = api_group(g) or {}
+        groups.append({k: doc[k] for k in ("name", "versions", "preferredVersion")})
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}

@@ -27,7 +27,7 @@ from .kubelet import Kubelet
 from .patch import PatchError, json_patch, merge_patch, strategic_merge_patch
 from .pki import ensure_pki
 from .podlogs import pod_log
-from .resources import GROUPS, RESOURCES, Resource, api_group_list, find, resource_list
+from .resources import RESOURCES, Resource, api_group, api_group_list, find, resource_list
 from .selectors import SelectorError, labels_match, parse_field_selector, parse_label_selector
 from .store import ApiStatus, Store, now_rfc3339
 from .tables import to_table
@@ -119,11 +119,9 @@ class KubeApi:
             group, version, rest = "", parts[1], parts[2:]
         elif parts[0] == "apis" and len(parts) >= 2:
             if len(parts) == 2:
-                if parts[1] not in GROUPS:
+                if (doc := api_group(parts[1])) is None:
                     raise ApiStatus(404, f"the server could not find the requested resource ({path})")
-                gv = {"groupVersion": f"{parts[1]}/{GROUPS[parts[1]]}", "version": GROUPS[parts[1]]}
-                return 200, {"kind": "APIGroup", "apiVersion": "v1", "name": parts[1], "versions": [gv],
-                             "preferredVersion": gv}
+                return 200, doc
             group, version, rest = parts[1], parts[2], parts[3:]
         else:
             raise ApiStatus(404, "the server could not find the requested resource")
@@ -227,6 +225,8 @@ class KubeApi:
                     cur["metadata"]["resourceVersion"] = (obj.get("metadata") or {}).get(
                         "resourceVersion") or cur["metadata"]["resourceVersion"]
                     obj = cur
+                else:
+                    ctl.admit_update(res.plural, obj, store.get(res, namespace, name))
                 return 200, self._decorate(res, store.replace(res, namespace, name, obj))
         if verb == "patch":
             patch = self._read_body(headers, body)
@@ -252,6 +252,8 @@ class KubeApi:
                 if sub == "status":
                     cur["status"] = new.get("status") or {}
                     new = cur
+                else:
+                    ctl.admit_update(res.plural, new, cur)
                 # a resourceVersion in the patch is a precondition; none means "latest"
                 new.setdefault("metadata", {})
                 if not new["metadata"].get("resourceVersion"):
@@ -301,6 +303,7 @@ class KubeApi:
         ctl.admit(res.plural, obj)
 
     def _decorate(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+        obj = {**obj, "apiVersion": res.api_version}  # one object, answered in the version asked
         if res.plural == "poddisruptionbudgets":
             return ctl.with_pdb_status(self.store, obj)
         return obj

@@ -98,6 +98,12 @@ COLUMNS = {
                           age(o["metadata"].get("creationTimestamp"))]),
     "poddisruptionbudgets": ([_col("Name", fmt="name"), _col("Min Available"), _col("Max Unavailable"),
                               _col("Allowed Disruptions", "integer"), _col("Age")], _pdb_row),
+    # kubernetes/kubernetes pkg/printers/internalversion/printers.go, nodeResourceSliceColumnDefinitions
+    "resourceslices": ([_col("Name", fmt="name"), _col("Node"), _col("Driver"), _col("Pool"), _col("Age")],
+                       lambda o: [o["metadata"]["name"], (o.get("spec") or {}).get("nodeName") or "<none>",
+                                  (o.get("spec") or {}).get("driver", ""),
+                                  ((o.get("spec") or {}).get("pool") or {}).get("name", ""),
+                                  age(o["metadata"].get("creationTimestamp"))]),
     # the server always prints the wide columns; kubectl hides the priority-1 ones
     "events": ([_col("Last Seen"), _col("Type"), _col("Reason"), _col("Object"), _col("Subobject", priority=1),
                 _col("Source", priority=1), _col("Message"), _col("First Seen", priority=1),

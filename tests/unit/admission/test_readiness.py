@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,17 @@ def test_real_gfd_labels_of_an_h100_node_agree_except_the_driver_they_were_taken
 def test_seven_of_eight_gpus_allocatable_is_refused():
     checks = rd.node_checks(POLICY, facts(allocatable={"nvidia.com/gpu": "7"}), H100)
     assert any("allocatable" in f and "7" in f and "NetBox expects 8" in f for f in rd.failures(checks))
+
+
+def test_a_gpu_out_of_service_is_not_expected_and_the_labels_still_count_it():
+    """Issue #27 item 3: GPU 5 quarantined in NetBox: 7 allocatable is what the node should
+    hand out; 8 is the quarantined GPU handed out again; GFD's count label stays 8."""
+    one_out = dataclasses.replace(H100, gpus_out=(5,))
+    checks = by_name(rd.node_checks(POLICY, facts(allocatable={"nvidia.com/gpu": "7"}), one_out))
+    assert checks["allocatable"].ok and "8 less GPU 5 out of service" in checks["allocatable"].detail
+    assert checks["label nvidia.com/gpu.count"].ok
+    again = by_name(rd.node_checks(POLICY, facts(allocatable={"nvidia.com/gpu": "8"}), one_out))
+    assert not again["allocatable"].ok and "NetBox expects 7 (8 less GPU 5" in again["allocatable"].detail
 
 
 @pytest.mark.parametrize("alloc, outcome", [({}, "fail"), ({"nvidia.com/gpu": "8k"}, "unknown"),

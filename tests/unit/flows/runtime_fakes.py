@@ -35,6 +35,9 @@ class FakeRuntime:
     def watch(self, name: str) -> Any:
         raise self._unexpected(f"watch({name!r})")
 
+    def quarantine_gpus(self, name: str, look: Any) -> str:
+        raise self._unexpected(f"quarantine_gpus({name!r})")
+
     def guard(self, requests: list) -> list:
         raise self._unexpected(f"guard({requests})")
 

@@ -150,12 +150,20 @@ class FakeNetBox:
     def stage_changes(self, ids):
         return {7: [(T0.isoformat(), "planned"), ((T0 + timedelta(hours=1)).isoformat(), "active")]}
 
+    def _raw(self, method, path, **kw):
+        # the adapter's generic read, for the GPUs out of service: GPU 5 of n1
+        assert (method, path) == ("GET", "dcim/inventory-items/"), (method, path)
+        item = {"id": 1, "device": {"id": 7}, "name": "GPU 5", "status": {"value": "failed"}, "serial": "",
+                "description": "XID 48", "tags": [{"slug": "bringup-gpu-quarantine"}], "custom_fields": {}}
+        return SimpleNamespace(json=lambda: {"results": [item], "next": None})
+
 
 def test_load_reads_through_the_adapter():
     j = Journal()
     burn_in_and_judge(j, "n1", T0)
     fd = load(FakeNetBox(j))
-    assert fd.nodes.loc[0, ["node", "pool", "sku", "gpus"]].tolist() == ["n1", "training", "hgx-h100-80gb", 8]
+    assert fd.nodes.loc[0, ["node", "pool", "sku", "gpus", "gpus_healthy"]].tolist() == [
+        "n1", "training", "hgx-h100-80gb", 8, 7]
     assert list(fd.runs["verdict"]) == ["pass"] and list(fd.stages["stage"]) == ["planned", "active"]
 
 

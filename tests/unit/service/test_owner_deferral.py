@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+import bringup.netbox.gpu_records
 import bringup.netbox.records
 import bringup.provision.ansible_steps
 from bringup.service import watch_step
@@ -41,15 +42,20 @@ def look(monkeypatch):
     monkeypatch.setattr(bringup.netbox.records, "NetBoxRecords", Records)
     monkeypatch.setattr(watch_step, "_plan", lambda rec, policy: {})
     monkeypatch.setattr(watch_step, "conditions_of", lambda ctx, name: [])
+    # NetBox has no GPU of the node out of service yet
+    monkeypatch.setattr(bringup.netbox.gpu_records, "failed_gpus", lambda nb, ids: {})
 
-    def run(owner: str):
-        ctx = SimpleNamespace(settings=SimpleNamespace(health_owner=owner),
+    def run(owner: str, doc: dict = DOC, allocatable: str = "8"):
+        monkeypatch.setattr(bringup.provision.ansible_steps, "run_burnin",
+                            lambda *a, **k: SimpleNamespace(document=doc, rc=1))
+        ctx = SimpleNamespace(settings=SimpleNamespace(health_owner=owner, gpu_isolation="device-plugin"),
+                              netbox=SimpleNamespace(journal_entries=lambda node_id: []),
                               evidence=SimpleNamespace(has=lambda fields, kind: False),
                               host=lambda rec: {rec.name: {}}, ssh_access=lambda: None,
                               kube=SimpleNamespace(node_state=lambda name: SimpleNamespace(
-                                  allocatable={"nvidia.com/gpu": "8"})))
-        rec = SimpleNamespace(name="n1", custom_fields={}, sku=SimpleNamespace(gpu=SimpleNamespace(count=8)))
-        return watch_step.look(ctx, rec, load_policy(), [79])
+                                  allocatable={"nvidia.com/gpu": allocatable})))
+        rec = SimpleNamespace(id=1, name="n1", custom_fields={}, sku=SimpleNamespace(gpu=SimpleNamespace(count=8)))
+        return watch_step.look(ctx, rec, load_policy(), [48, 79])
     return run
 
 
@@ -63,3 +69,24 @@ def test_nvsentinel_as_owner_records_the_finding_and_leaves_the_node_to_it(look)
 def test_bringup_as_owner_acts_as_before(look):
     result = look("bringup")
     assert result.critical and result.deferred_to == "" and Records.journaled == []
+
+
+def test_one_gpus_xid_the_device_plugin_acted_on_takes_the_gpu_not_the_node(look):
+    """Issue #27 item 3: XID 48 on GPU 5, and the device plugin advertises 7: the look takes
+    GPU 5 out and nothing of the node (its shortfall is that GPU)."""
+    doc = {"checks": [{"name": "xid", "status": "fail",
+                       "data": {"events": [{"gpu": "5", "xid": 48, "line": "NVRM: Xid (PCI:0000:9a:00): 48"}]}},
+                      {"name": "inventory", "status": "pass",
+                       "data": {"gpus": [{"index": 5, "serial": "1652823054567"}, {"index": 6, "serial": None}]}}]}
+    result = look("bringup", doc, allocatable="7")
+    assert result.critical == [] and [g.gpu for g in result.gpus] == [5]
+    assert result.gpu_serials == {5: "1652823054567"}
+    assert result.evidence().document["gpus_out"][0]["gpu"] == 5
+
+
+def test_the_same_xid_with_the_gpu_still_allocatable_takes_the_node(look):
+    doc = {"checks": [{"name": "xid", "status": "fail",
+                       "data": {"events": [{"gpu": "5", "xid": 48, "line": "NVRM: Xid (PCI:0000:9a:00): 48"}]}}]}
+    result = look("bringup", doc, allocatable="8")
+    assert [s.code for s in result.critical] == ["xid_fatal"] and result.gpus == []
+    assert any("still advertises 8 GPUs" in r for r in result.node_reasons)
