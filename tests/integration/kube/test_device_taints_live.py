@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -53,7 +52,6 @@ def selected(rule: dict, slices: list[dict]) -> list[str]:
             and sel.get("device") in (None, d["name"])]
 
 
-@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 def test_taint_gpu_3_list_it_refuse_a_foreign_rule_remove_our_own(kubeapi, kube):
     custom = k8s.CustomObjectsApi(kube.api_client)
     publish_slice(kube)
