@@ -35,10 +35,10 @@ class Pool(BaseModel):
     acceptance: dict[str, Any] = Field(default_factory=dict)
 
 
-def pool_of(context: Mapping[str, Any]) -> tuple[str, Pool]:
+def pool_of(context: Mapping[str, Any] | None) -> tuple[str, Pool]:
     """A node's pool name and its :class:`Pool` from the ``bringup_pool`` context NetBox
     renders for it (``NodeRecord.pool``); a field NetBox holds wrong is a ConfigError naming it."""
-    pool = dict(context)
+    pool = dict(context or {})   # no bringup_pool context: the default pool
     name = str(pool.pop("name", "default"))
     try:
         return name, Pool(**pool)

@@ -46,8 +46,9 @@ def quarantines_since(entries: Sequence[dict], since: datetime) -> int:
 
 
 def scope_of(ctx: Context, rec, signals: Sequence[Signal], allocatable: int | None,
-             policy: GpuQuarantinePolicy | None = None, *, now: datetime | None = None) -> Scope:
-    """The scope of a look's ``signals`` on node ``rec``: GPUs to quarantine, or the node."""
+             policy: GpuQuarantinePolicy | None = None, *, now: datetime | None = None, shared: bool = False) -> Scope:
+    """The scope of a look's ``signals`` on node ``rec``: GPUs to quarantine, or the node.
+    ``shared``: its pool shares its GPUs (MIG, time-slicing)."""
     crit = critical(signals)
     if not crit:
         return Scope()
@@ -56,7 +57,7 @@ def scope_of(ctx: Context, rec, signals: Sequence[Signal], allocatable: int | No
     isolation = getattr(ctx.settings, "gpu_isolation", "device-plugin")
     out = sorted({g.index for g in failed_gpus(ctx.netbox, [rec.id]).get(rec.id, [])})
     kw = {"isolation": isolation, "expected_gpus": rec.sku.gpu.count, "out_already": out,
-          "allocatable": allocatable}
+          "allocatable": allocatable, "shared": shared}
     scope = decide(policy, crit, **kw)
     if scope.gpus and any("gpu_quarantines" in w.field for r in policy.node_goes for w in r.when):
         since = (now or datetime.now(UTC)) - timedelta(days=policy.window_days)

@@ -124,10 +124,13 @@ def _xid_of(s: Signal) -> int | None:
     return raw if isinstance(raw, int) and not isinstance(raw, bool) else None
 
 
-def _isolatable(policy: GpuQuarantinePolicy, isolation: Isolation, out: GpuOut) -> str:
+def _isolatable(policy: GpuQuarantinePolicy, isolation: Isolation, out: GpuOut, shared: bool) -> str:
     """Why the site cannot keep work off this GPU ("" when it can)."""
     if isolation == "none":
         return "the site isolates no single GPU (settings: gpu_isolation none)"
+    if isolation == "device-plugin" and shared:
+        return (f"GPU {out.gpu}: the node's pool shares its GPUs (MIG or time-slicing), and what its device "
+                "plugin hands out is shares, not GPUs one by one")
     if isolation == "device-plugin":
         if out.xid is None:
             return (f"GPU {out.gpu}: {out.code} is not an XID, and the device plugin marks GPUs unhealthy "
@@ -152,7 +155,7 @@ def _reason(rule: NodeRule, facts: Mapping[str, Any], policy: GpuQuarantinePolic
 
 def decide(policy: GpuQuarantinePolicy, signals: Sequence[Signal], *, isolation: Isolation,
            expected_gpus: int, out_already: Sequence[int] = (), quarantines_in_window: int = 0,
-           allocatable: int | None = None) -> Scope:
+           allocatable: int | None = None, shared: bool = False) -> Scope:
     """The scope of one look's critical ``signals`` on a node of ``expected_gpus`` GPUs.
 
     ``out_already``: the node's GPUs already out of service (NetBox); ``quarantines_in_window``:
@@ -160,6 +163,8 @@ def decide(policy: GpuQuarantinePolicy, signals: Sequence[Signal], *, isolation:
     GPUs its device plugin advertises (None: not read). A ``gpus_unallocatable`` shortfall
     that the GPUs out of service explain is no signal; on a device-plugin site a GPU this
     look takes out must show in allocatable, or the plugin still hands it out and the node goes.
+    ``shared``: the node's pool shares its GPUs (MIG, time-slicing): its device plugin's
+    shares are not one GPU's, so only a DRA taint isolates a GPU there.
     """
     crit = [s for s in signals if s.severity == "critical"]
     if not policy.enabled:
@@ -181,12 +186,13 @@ def decide(policy: GpuQuarantinePolicy, signals: Sequence[Signal], *, isolation:
         elif gpu not in gpus:
             gpus[gpu] = GpuOut(gpu, s.code, s.message, xid)
     out = already | set(gpus)
-    not_isolated = tuple(w for w in (_isolatable(policy, isolation, g) for g in gpus.values()) if w)
+    not_isolated = tuple(w for w in (_isolatable(policy, isolation, g, shared) for g in gpus.values()) if w)
     for s in short:
         got = s.evidence.get("allocatable")
-        if not isinstance(got, int) or got < expected_gpus - len(out):
+        whole = s.evidence.get("resource", "nvidia.com/gpu") == "nvidia.com/gpu" and not shared
+        if not whole or not isinstance(got, int) or got < expected_gpus - len(out):
             node.append(s)   # fewer GPUs than even the quarantined ones explain
-    if isolation == "device-plugin" and gpus and not not_isolated and allocatable is not None \
+    if isolation == "device-plugin" and not shared and gpus and not not_isolated and allocatable is not None \
             and allocatable > expected_gpus - len(out):
         still = (f"the device plugin still advertises {allocatable} GPUs with {len(out)} out of "
                  f"{expected_gpus}: GPU(s) {sorted(gpus)} may still be handed out")

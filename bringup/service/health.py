@@ -293,18 +293,23 @@ def allocatable_signals(policy: WatchPolicy, allocatable: Mapping[str, str] | No
         return [_sig(policy, "check_unreadable", f"allocatable {resource} is {raw!r}: not a count", check="allocatable")]
     if int(raw) < expected:
         return [_sig(policy, "gpus_unallocatable", f"the device plugin advertises {raw} {resource}, NetBox expects "
-                     f"{expected}", allocatable=int(raw), expected=expected)]
+                     f"{expected}", allocatable=int(raw), expected=expected, resource=resource)]
     return []
 
 
 def assess(policy: WatchPolicy, prev: Snapshot | None, cur: Snapshot, conditions: Sequence[Condition] = (),
            fatal_xids: Sequence[int] = (), allocatable: Mapping[str, str] | None = None,
-           expected_gpus: int | None = None) -> list[Signal]:
+           expected_gpus: int | None = None, expected_resources: Mapping[str, int] | None = None) -> list[Signal]:
     """The signals of one look, critical ones first. ``allocatable`` and ``expected_gpus``
-    (the node's and NetBox's): compared when given."""
+    (the node's and NetBox's): compared when given; a MIG or time-sliced pool's node is
+    compared on ``expected_resources`` (each resource its pool's mode hands out) instead."""
     out = [_sig(policy, "check_unreadable", f"check {name} did not answer ({why})", check=name)
            for name, why in sorted(cur.unreadable.items())]
-    if expected_gpus is not None:
+    if expected_resources:
+        # a MIG or time-sliced pool's node hands out its pool's resources, not whole GPUs
+        for resource, count in sorted(expected_resources.items()):
+            out += allocatable_signals(policy, allocatable, count, resource)
+    elif expected_gpus is not None:
         out += allocatable_signals(policy, allocatable, expected_gpus)
     out += _gpu_signals(policy, prev, cur) + _xid_signals(policy, prev, cur, set(fatal_xids))
     out += _ib_signals(policy, prev, cur) + condition_signals(policy, conditions)

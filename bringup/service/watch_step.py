@@ -136,14 +136,15 @@ def look(ctx: Context, rec: NodeRecord, policy: WatchPolicy, fatal_xids: list[in
         out.seconds = time.monotonic() - started
         return out
     out.snapshot = replace(out.snapshot, bmc=bmc_now)
+    shared = shared_resources(rec)
     found = assess(policy, prev, out.snapshot, conds, fatal_xids, allocatable=allocatable,
-                   expected_gpus=rec.sku.gpu.count)
+                   expected_gpus=rec.sku.gpu.count, expected_resources=shared)
     out.signals = sorted(found + bmc_sigs, key=lambda s: s.severity != "critical")
     out.changed = prev is None or prev != out.snapshot
     if out.signals and critical(out.signals):
         from bringup.service.gpu_quarantine import scope_of
         raw = str((allocatable or {}).get("nvidia.com/gpu", "")).strip()
-        out.scope = scope_of(ctx, rec, out.signals, int(raw) if raw.isdigit() else None)
+        out.scope = scope_of(ctx, rec, out.signals, int(raw) if raw.isdigit() else None, shared=bool(shared))
         out.gpu_serials = serials_of(doc)
     if out.changed or out.signals:
         from bringup.netbox.records import NetBoxRecords
@@ -157,6 +158,20 @@ def look(ctx: Context, rec: NodeRecord, policy: WatchPolicy, fatal_xids: list[in
             records.journal(rec, deferral(owner, critical(out.signals)), kind="warning")
     out.seconds = time.monotonic() - started
     return out
+
+
+def shared_resources(rec: NodeRecord) -> dict[str, int] | None:
+    """What a MIG or time-sliced pool's node hands out (resource -> count, by the pool's mode,
+    as the readiness gate expects); None for whole GPUs, or for a pool NetBox holds wrong
+    (the share step holds such a node; the watch then compares whole GPUs, as before)."""
+    from bringup.admission.share_step import pool_mode
+    from bringup.admission.sharing import Exclusive, expected
+    from bringup.errors import ConfigError, ParseError
+    try:
+        _, mode = pool_mode(rec)
+    except (ConfigError, ParseError):
+        return None
+    return None if isinstance(mode, Exclusive) else dict(expected(mode, rec.sku).resources)
 
 
 def serials_of(doc: dict[str, Any]) -> dict[int, str]:

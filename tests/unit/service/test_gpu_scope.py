@@ -128,3 +128,16 @@ def test_a_rule_on_an_unknown_fact_or_a_text_operator_is_refused(tmp_path):
                    "node_goes:\n  - when: [{field: gpus_out, op: matches, value: '1'}]\n    reason: x\n")
     with pytest.raises(ConfigError, match="for text"):
         load_policy(bad)
+
+
+def test_on_a_shared_pool_the_device_plugin_isolates_no_single_gpu():
+    s = decide(POLICY, [xid(3)], isolation="device-plugin", expected_gpus=8, allocatable=0, shared=True)
+    assert s.node_goes and "shares its GPUs" in s.why_node
+    # a DRA taint is on the GPU's device whatever the pool shares
+    assert not decide(POLICY, [xid(3)], isolation="dra", expected_gpus=8, shared=True).node_goes
+
+
+def test_a_shared_resources_shortfall_is_never_explained_by_one_gpu():
+    mig_short = Signal("gpus_unallocatable", "critical", "the device plugin advertises 14 nvidia.com/mig-1g.18gb",
+                       {"allocatable": 14, "expected": 16, "resource": "nvidia.com/mig-1g.18gb"})
+    assert decide(POLICY, [xid(3), mig_short], isolation="dra", expected_gpus=8, shared=True).node_goes

@@ -54,7 +54,8 @@ def look(monkeypatch):
                               host=lambda rec: {rec.name: {}}, ssh_access=lambda: None,
                               kube=SimpleNamespace(node_state=lambda name: SimpleNamespace(
                                   allocatable={"nvidia.com/gpu": allocatable})))
-        rec = SimpleNamespace(id=1, name="n1", custom_fields={}, sku=SimpleNamespace(gpu=SimpleNamespace(count=8)))
+        rec = SimpleNamespace(id=1, name="n1", custom_fields={}, pool={"name": "p1"},
+                              sku=SimpleNamespace(gpu=SimpleNamespace(count=8)))
         return watch_step.look(ctx, rec, load_policy(), [48, 79])
     return run
 
@@ -90,3 +91,25 @@ def test_the_same_xid_with_the_gpu_still_allocatable_takes_the_node(look):
     result = look("bringup", doc, allocatable="8")
     assert [s.code for s in result.critical] == ["xid_fatal"] and result.gpus == []
     assert any("still advertises 8 GPUs" in r for r in result.node_reasons)
+
+
+def test_a_shared_pools_node_is_watched_on_its_pools_resources_not_whole_gpus():
+    """A MIG pool's node advertises nvidia.com/gpu 0 and its MIG devices: the watch compares
+    what the pool's mode hands out (as the gate does), so a healthy MIG node raises nothing
+    and a MIG resource short is named."""
+    from bringup.service.health import assess
+    from bringup.sku import load_skus
+    rec = SimpleNamespace(name="m1", pool={"name": "mig-h200", "sharing": "mig",
+                                           "mig": {"geometry": "all-balanced", "strategy": "mixed"}},
+                          sku=load_skus()["hgx-h200-141gb"])
+    want = watch_step.shared_resources(rec)
+    assert want == {"nvidia.com/mig-1g.18gb": 16, "nvidia.com/mig-2g.35gb": 8, "nvidia.com/mig-3g.71gb": 8}
+    snap = watch_step.snapshot({"checks": []})
+    healthy = {"nvidia.com/gpu": "0", **{k: str(v) for k, v in want.items()}}
+    assert not [s for s in assess(load_policy(), None, snap, allocatable=healthy, expected_gpus=8,
+                                  expected_resources=want) if s.code == "gpus_unallocatable"]
+    short = {**healthy, "nvidia.com/mig-1g.18gb": "14"}
+    (sig,) = [s for s in assess(load_policy(), None, snap, allocatable=short, expected_gpus=8, expected_resources=want)
+              if s.code == "gpus_unallocatable"]
+    assert sig.evidence["resource"] == "nvidia.com/mig-1g.18gb" and sig.evidence["expected"] == 16
+    assert watch_step.shared_resources(SimpleNamespace(name="e1", pool={"name": "p"}, sku=rec.sku)) is None
