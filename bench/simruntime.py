@@ -190,3 +190,10 @@ class SimRuntime:
     def quarantine_gpus(self, name: str, look) -> str:
         """No health watch in the bench, so no GPU a look found bad."""
         raise NotImplementedError(f"no health watch in the bench: no GPU of {name} to quarantine")
+
+    def handoff_requests(self) -> list:
+        """No cluster in the bench: NVSentinel hands nothing over."""
+        return []
+
+    def handoff(self, req) -> dict:
+        raise NotImplementedError(f"no cluster in the bench: cannot take {req}")

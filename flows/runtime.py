@@ -59,6 +59,15 @@ class Runtime(Protocol):
         others); what was done, in words."""
         ...
 
+    def handoff_requests(self) -> list:
+        """NVSentinel's ExternalRemediationRequests, read ([] unless NVSentinel is the
+        site's health owner)."""
+        ...
+
+    def handoff(self, req: Any) -> dict:
+        """One pass on an open request (the caller holds its node's lease): its table row."""
+        ...
+
     def guard(self, requests: list[Request]) -> list[Decision]:
         """The blast-radius guard's decision on each request to take a node out of
         service (refusals already journaled)."""
@@ -121,6 +130,18 @@ class SiteRuntime:
         from bringup.service.gpu_quarantine import quarantine
         (rec,) = self.ctx.netbox.nodes(names=[name])
         return quarantine(self.ctx, rec, look.gpus, serials=look.gpu_serials)
+
+    def handoff_requests(self) -> list:
+        """NVSentinel's requests (see flows.handoff); none unless the settings make
+        NVSentinel the health owner."""
+        from bringup.kube.remediation import requests
+        if self.ctx.settings.health_owner != "nvsentinel":
+            return []
+        return requests(self.ctx.kube)
+
+    def handoff(self, req: Any) -> dict:
+        from bringup.service.handoff_step import take
+        return take(self.ctx, self.lifecycle(), req)
 
     def guard(self, requests: list[Request]) -> list[Decision]:
         """The blast-radius guard's decisions on taking ``requests``' nodes out of service,

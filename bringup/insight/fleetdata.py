@@ -139,7 +139,8 @@ STAGE_COLUMNS = ("node", "stage", "start")
 INCIDENT_COLUMNS = ("node", "at", "what")
 #: the journal headings of an incident (a fault took the node out of service), as the
 #: lifecycle writes them (bringup.lifecycle.engine: quarantine, suspect)
-INCIDENTS = {"## Quarantined in state": "quarantined", "## Health watch: taken out of service": "health watch"}
+INCIDENTS = {"## Quarantined in state": "quarantined", "## Health watch: taken out of service": "health watch",
+             "## NVSentinel hand-off: taken out of service": "nvsentinel"}
 
 
 def _incident_frame(rows: list[tuple]) -> pd.DataFrame:

@@ -337,8 +337,9 @@ class Lifecycle(Leasing):
                                  "burnin_status": "pending", "burnin_summary": "", "burnin_last": None})
         return State.PROVISIONED
 
-    def suspect(self, name: str, reasons: list[str], evidence: list[Any] = ()) -> State:
-        """A serving node showed a critical health signal: it enters draining with the
+    def suspect(self, name: str, reasons: list[str], evidence: list[Any] = (), *, by: str = "health watch") -> State:
+        """A serving node showed a critical health signal (``by``: who says so, the health
+        watch or a health system that handed the node over): it enters draining with the
         reason, tagged for re-burn-in, with the evidence in its journal, and is cordoned
         and tainted with the reason (``on_quarantine``) before its drain step runs. A node
         not active is left as it is (another run has it)."""
@@ -346,7 +347,7 @@ class Lifecycle(Leasing):
         state = parse_state(node.stage)
         if state != State.ACTIVE:
             return state
-        reason = "health watch: " + "; ".join(reasons)
+        reason = f"{by}: " + "; ".join(reasons)
         fields: dict[str, Any] = {"bringup_reason": reason[:4000]}
         if evidence:
             fields["bringup_evidence"] = self.records.put_evidence(node, list(evidence))
@@ -355,7 +356,7 @@ class Lifecycle(Leasing):
             cluster = self.on_quarantine(node, reason)
         except BringupError as exc:  # the drain step cordons it anyway
             cluster = f"could not cordon and taint yet ({exc}); the drain step cordons it"
-        self.records.journal(node, "## Health watch: taken out of service for re-burn-in\n\n"
+        self.records.journal(node, f"## {by[:1].upper()}{by[1:]}: taken out of service for re-burn-in\n\n"
                              + "\n".join(f"- {r}" for r in reasons) + f"\n\nKubernetes: {cluster}\n", kind="danger")
         return State.DRAINING
 

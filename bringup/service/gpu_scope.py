@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bringup.resources import data_file
 from bringup.service.bmc_health import When
 from bringup.service.health import Signal
-from bringup.yamlio import load_file, validation_error
+from bringup.yamlio import load_model
 
 Isolation = Literal["dra", "device-plugin", "none"]
 #: the facts a node_goes rule may name
@@ -71,12 +71,7 @@ class GpuQuarantinePolicy(_Strict):
 
 
 def load_policy(path: Path | None = None) -> GpuQuarantinePolicy:
-    path = path or data_file("gpu_quarantine.yaml")
-    doc = load_file(path)
-    try:
-        return GpuQuarantinePolicy.model_validate(doc.data or {})
-    except ValidationError as exc:
-        raise validation_error(exc, doc, "GPU quarantine policy") from None
+    return load_model(path or data_file("gpu_quarantine.yaml"), GpuQuarantinePolicy, "GPU quarantine policy")
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ kubectl (>=1.27) asks ``/openapi/v3`` whether the server supports server-side fi
 validation: it looks for a PATCH operation tagged with the object's
 ``x-kubernetes-group-version-kind`` that takes a ``fieldValidation`` query parameter.
 When found, kubectl leaves validation to the server instead of downloading schemas.
-The documents below describe those operations and nothing else.
+The documents below describe those operations and nothing else, for the resources the
+server serves (its custom resources included: ``kubectl apply`` of a custom object asks too).
 """
 
 from __future__ import annotations
@@ -13,16 +14,16 @@ import hashlib
 import json
 from typing import Any
 
-from .resources import RESOURCES
+from .resources import RESOURCES, Resource
 
 
 def _prefix(group: str, version: str) -> str:
     return f"api/{version}" if not group else f"apis/{group}/{version}"
 
 
-def group_version_doc(group: str, version: str) -> dict[str, Any] | None:
+def group_version_doc(group: str, version: str, resources: list[Resource] = RESOURCES) -> dict[str, Any] | None:
     paths: dict[str, Any] = {}
-    for r in RESOURCES:
+    for r in resources:
         if (r.group, r.version) != (group, version):
             continue
         base = "/" + _prefix(group, version) + ("/namespaces/{namespace}" if r.namespaced else "")
@@ -37,23 +38,23 @@ def group_version_doc(group: str, version: str) -> dict[str, Any] | None:
     return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.32.4"}, "paths": paths}
 
 
-def root_doc() -> dict[str, Any]:
+def root_doc(resources: list[Resource] = RESOURCES) -> dict[str, Any]:
     out = {}
-    for gv in sorted({(r.group, r.version) for r in RESOURCES}):
-        doc = group_version_doc(*gv)
+    for gv in sorted({(r.group, r.version) for r in resources}):
+        doc = group_version_doc(*gv, resources)
         digest = hashlib.sha512(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32].upper()
         out[_prefix(*gv)] = {"serverRelativeURL": f"/openapi/v3/{_prefix(*gv)}?hash={digest}"}
     return {"paths": out}
 
 
-def lookup(path: str) -> dict[str, Any] | None:
+def lookup(path: str, resources: list[Resource] = RESOURCES) -> dict[str, Any] | None:
     """The document for ``/openapi/v3[/...]``, or None."""
     rest = path[len("/openapi/v3"):].strip("/")
     if not rest:
-        return root_doc()
+        return root_doc(resources)
     parts = rest.split("/")
     if parts[0] == "api" and len(parts) == 2:
-        return group_version_doc("", parts[1])
+        return group_version_doc("", parts[1], resources)
     if parts[0] == "apis" and len(parts) == 3:
-        return group_version_doc(parts[1], parts[2])
+        return group_version_doc(parts[1], parts[2], resources)
     return None

@@ -1,10 +1,10 @@
 """HTTPS server of the lab Kubernetes API stand-in (stdlib http.server + ssl).
 
 It serves discovery, CRUD with label/field selectors, merge / strategic-merge / JSON
-patch, the status, eviction and log subresources, watch (``watch.py``) and Table
-output: enough of the real API for the official Python client, ``kubectl`` and the
-``kubeadm`` stand-in. Pods that name a command are run on their node over SSH by the
-stand-in kubelet (``kubelet.py``).
+patch, the status, eviction and log subresources, watch (``watch.py``), Table output and
+the resources CustomResourceDefinitions define (``crds.py``): enough of the real API for
+the official Python client, ``kubectl`` and the ``kubeadm`` stand-in. Pods that name a
+command are run on their node over SSH by the stand-in kubelet (``kubelet.py``).
 """
 
 from __future__ import annotations
@@ -23,11 +23,12 @@ import yaml
 from . import controllers as ctl
 from . import openapi
 from .config import Paths, ensure_token, kubeconfig_doc
+from .crds import Crds
 from .kubelet import Kubelet
 from .patch import PatchError, json_patch, merge_patch, strategic_merge_patch
 from .pki import ensure_pki
 from .podlogs import pod_log
-from .resources import RESOURCES, Resource, api_group, api_group_list, find, resource_list
+from .resources import RESOURCES, Resource, find
 from .selectors import SelectorError, labels_match, parse_field_selector, parse_label_selector
 from .store import ApiStatus, Store, now_rfc3339
 from .tables import to_table
@@ -55,6 +56,7 @@ class KubeApi:
         self.host, self.port = host, port
         self.store = Store(self.paths.state if persist else None)
         self.store.hooks.append(self._on_write)
+        self.crds = Crds(self.store)  # the CRDs of the snapshot are served again
         self.watch = WatchHub(self.store)
         self.kubelet = Kubelet(self.store, home, endpoints)
         self._bootstrap()
@@ -106,9 +108,9 @@ class KubeApi:
                          "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
                                                          "serverAddress": f"{self.host}:{self.port}"}]}
         if path == "/apis":
-            return 200, api_group_list()
+            return 200, self.crds.catalog.api_group_list()
         if path == "/openapi/v3" or path.startswith("/openapi/v3/"):
-            doc = openapi.lookup(path)
+            doc = openapi.lookup(path, self.crds.catalog.resources())
             if doc is None:
                 raise ApiStatus(404, "the server could not find the requested resource")
             return 200, doc
@@ -119,21 +121,21 @@ class KubeApi:
             group, version, rest = "", parts[1], parts[2:]
         elif parts[0] == "apis" and len(parts) >= 2:
             if len(parts) == 2:
-                if (doc := api_group(parts[1])) is None:
+                if (doc := self.crds.catalog.api_group(parts[1])) is None:
                     raise ApiStatus(404, f"the server could not find the requested resource ({path})")
                 return 200, doc
             group, version, rest = parts[1], parts[2], parts[3:]
         else:
             raise ApiStatus(404, "the server could not find the requested resource")
         if not rest:
-            doc = resource_list(group, version)
+            doc = self.crds.catalog.resource_list(group, version)
             if doc is None:
                 raise ApiStatus(404, "the server could not find the requested resource")
             return 200, doc
         namespace = ""
         if rest[0] == "namespaces" and len(rest) >= 3:
             namespace, rest = rest[1], rest[2:]
-        res = find(group, version, rest[0])
+        res = self.crds.catalog.find(group, version, rest[0])
         if res is None or (namespace and not res.namespaced) or len(rest) > 3:
             raise ApiStatus(404, "the server could not find the requested resource")
         name = rest[1] if len(rest) > 1 else ""
@@ -190,14 +192,14 @@ class KubeApi:
             items, rv = store.list(res, namespace or None, pred)
             items = [self._decorate(res, o) for o in items]
             if table:
-                return 200, to_table(res.plural, items, rv)
+                return 200, to_table(res, items, rv)
             return 200, {"kind": f"{res.kind}List", "apiVersion": res.api_version,
                          "metadata": {"resourceVersion": rv}, "items": items}
         if verb == "get":
             if res.plural == "configmaps" and (namespace, name) == ("kube-public", "cluster-info"):
                 ctl.sign_cluster_info(store)  # the signer drops tokens that expired since the last write
             obj = self._decorate(res, store.get(res, namespace, name))
-            return 200, (to_table(res.plural, [obj], obj["metadata"]["resourceVersion"]) if table else obj)
+            return 200, (to_table(res, [obj], obj["metadata"]["resourceVersion"]) if table else obj)
         if sub == "eviction":
             if method != "POST":
                 raise ApiStatus(405, "evictions can only be created")
@@ -226,7 +228,7 @@ class KubeApi:
                         "resourceVersion") or cur["metadata"]["resourceVersion"]
                     obj = cur
                 else:
-                    ctl.admit_update(res.plural, obj, store.get(res, namespace, name))
+                    self.crds.admit_update(res, obj, store.get(res, namespace, name))
                 return 200, self._decorate(res, store.replace(res, namespace, name, obj))
         if verb == "patch":
             patch = self._read_body(headers, body)
@@ -238,7 +240,7 @@ class KubeApi:
                         new = json_patch(cur, patch)
                     elif ctype == "application/merge-patch+json":
                         new = merge_patch(cur, patch)
-                    elif ctype == "application/strategic-merge-patch+json":
+                    elif ctype == "application/strategic-merge-patch+json" and not res.crd:  # not for CRs
                         new = strategic_merge_patch(cur, patch)
                     else:
                         raise ApiStatus(415, f"the body of the request was in an unknown format - accepted "
@@ -253,7 +255,7 @@ class KubeApi:
                     cur["status"] = new.get("status") or {}
                     new = cur
                 else:
-                    ctl.admit_update(res.plural, new, cur)
+                    self.crds.admit_update(res, new, cur)
                 # a resourceVersion in the patch is a precondition; none means "latest"
                 new.setdefault("metadata", {})
                 if not new["metadata"].get("resourceVersion"):
@@ -266,13 +268,14 @@ class KubeApi:
                 if name in ("default", "kube-system", "kube-public"):
                     raise ApiStatus(403, f'namespaces "{name}" is forbidden: this namespace may not be deleted')
                 with store.lock:  # the namespace controller removes what the namespace held
-                    for r in RESOURCES:
+                    for r in self.crds.catalog.resources():
                         if r.namespaced:
                             for o in store.list(r, name)[0]:
                                 store.delete(r, name, o["metadata"]["name"])
-            obj = store.delete(res, namespace, name)
-            obj["metadata"]["deletionTimestamp"] = now_rfc3339()
-            return 200, obj
+            self.crds.deleting(res, name)  # a CRD's objects go with it
+            obj = store.delete(res, namespace, name)  # one with finalizers is only marked
+            obj["metadata"].setdefault("deletionTimestamp", now_rfc3339())
+            return 200, self._decorate(res, obj)
         raise ApiStatus(405, f"{method} is not supported on {res.plural}")
 
     def _watch(self, res: Resource, namespace: str, name: str, pred: Any, q: dict[str, str],
@@ -292,7 +295,7 @@ class KubeApi:
                 if obj.get("kind") != "Status":
                     obj = self._decorate(res, obj)
                     if table:  # kubectl get -w: a one-row Table per event, headers only at first
-                        obj = to_table(res.plural, [obj], obj["metadata"]["resourceVersion"])
+                        obj = to_table(res, [obj], obj["metadata"]["resourceVersion"])
                         if not first:
                             obj["columnDefinitions"] = []
                         first = False
@@ -300,7 +303,7 @@ class KubeApi:
         return Stream(lines(), "application/json")
 
     def _admit(self, res: Resource, obj: dict[str, Any]) -> None:
-        ctl.admit(res.plural, obj)
+        self.crds.admit(res, obj)
 
     def _decorate(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
         obj = {**obj, "apiVersion": res.api_version}  # one object, answered in the version asked

@@ -4,6 +4,11 @@ Every write bumps one cluster-wide ``resourceVersion`` counter (as etcd's revisi
 and stamps it on the object; an update or patch that carries a stale
 ``metadata.resourceVersion`` is refused with 409 Conflict. Lists carry the current
 counter. The store can snapshot itself to a JSON file so the lab survives restarts.
+
+``metadata.finalizers`` are honoured for every resource, as by the real server's generic
+registry: deleting an object that has finalizers only sets ``metadata.deletionTimestamp``
+(once), and the object goes when an update leaves it with none; an object being deleted
+keeps its deletionTimestamp and may get no new finalizer.
 """
 
 from __future__ import annotations
@@ -165,23 +170,50 @@ class Store:
                 raise ApiStatus(409, f'Operation cannot be fulfilled on {what} "{name}": the object has been '
                                      "modified; please apply your changes to the latest version and try again",
                                 details={"name": name, "group": res.group, "kind": res.plural})
-            for k in ("name", "uid", "creationTimestamp", "namespace"):
+            for k in ("name", "uid", "creationTimestamp", "namespace", "deletionTimestamp",
+                      "deletionGracePeriodSeconds"):
                 if k in cur["metadata"]:
                     meta[k] = cur["metadata"][k]
+                elif k.startswith("deletion"):
+                    meta.pop(k, None)  # only a delete sets them
             obj["apiVersion"], obj["kind"] = res.api_version, res.kind
+            if meta.get("deletionTimestamp"):
+                added = [f for f in meta.get("finalizers") or [] if f not in (cur["metadata"].get("finalizers") or [])]
+                if added:
+                    raise ApiStatus(422, f'{res.kind} "{name}" is invalid: metadata.finalizers: Forbidden: no new '
+                                         f"finalizers can be added if the object is being deleted, found new "
+                                         f"finalizers {added}")
+                if not meta.get("finalizers"):  # the last one removed: the pending delete completes
+                    return self._remove(res, key, obj)
             self._bump(obj)
             self.objects[key] = obj
             self._emit(res, cur, obj)
             self.save()
             return copy.deepcopy(obj)
 
-    def delete(self, res: Resource, namespace: str, name: str) -> dict[str, Any]:
+    def delete(self, res: Resource, namespace: str, name: str, *, force: bool = False) -> dict[str, Any]:
+        """Delete an object; one with finalizers is only marked (``deletionTimestamp``)
+        and returned, unless ``force`` (what a CRD's deletion does to its objects)."""
         with self.lock:
             key = (_rkey(res), namespace if res.namespaced else "", name)
-            cur = self.objects.pop(key, None)
+            cur = self.objects.get(key)
             if cur is None:
                 raise not_found(res, name)
-            self.rv += 1
-            self._emit(res, cur, None)
-            self.save()
-            return cur
+            if cur["metadata"].get("finalizers") and not force:
+                if cur["metadata"].get("deletionTimestamp"):
+                    return copy.deepcopy(cur)  # already being deleted: nothing changes
+                obj = copy.deepcopy(cur)
+                obj["metadata"].update(deletionTimestamp=now_rfc3339(), deletionGracePeriodSeconds=0)
+                self._bump(obj)
+                self.objects[key] = obj
+                self._emit(res, cur, obj)
+                self.save()
+                return copy.deepcopy(obj)
+            return self._remove(res, key, cur)
+
+    def _remove(self, res: Resource, key: Key, cur: dict[str, Any]) -> dict[str, Any]:
+        self.objects.pop(key, None)
+        self.rv += 1
+        self._emit(res, cur, None)
+        self.save()
+        return cur

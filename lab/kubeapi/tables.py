@@ -1,12 +1,21 @@
 """Server-side printing: ``meta.k8s.io/v1`` Table responses as ``kubectl get`` asks for
 them (``Accept: application/json;as=Table;v=v1;g=meta.k8s.io``). Each row carries the
 object's metadata (``PartialObjectMetadata``) so ``kubectl get -L label`` can add columns.
+
+A custom resource is printed as its CRD says: Name, then the version's
+``additionalPrinterColumns`` (their ``jsonPath`` taken as the real server takes it: the
+first result; the forms handled are ``.a.b``, ``[n]`` and ``[?(@.k=="v")]``), or Name and
+Age when it names none; a ``date`` column shows the time as an age.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
+import re
 from typing import Any
+
+from .resources import Resource
 
 
 def age(ts: str | None) -> str:
@@ -111,10 +120,64 @@ COLUMNS = {
 }
 
 
-def to_table(plural: str, items: list[dict[str, Any]], resource_version: str) -> dict[str, Any]:
-    cols, row_of = COLUMNS.get(plural, ([_col("Name", fmt="name"), _col("Age")],
-                                        lambda o: [o["metadata"]["name"],
-                                                   age(o["metadata"].get("creationTimestamp"))]))
+_STEP = re.compile(r"""\.([^.\[]+)|\[(\d+)\]|\[\?\(@\.([\w.]+)\s*==\s*["']([^"']*)["']\)\]""")
+
+
+def jsonpath_first(obj: Any, path: str) -> Any:
+    """The first value ``path`` (a CRD printer column's ``jsonPath``) finds, or None."""
+    path = path.strip()
+    if path.startswith("{") and path.endswith("}"):
+        path = path[1:-1]
+    found: list[Any] = [obj]
+    pos = 0
+    while pos < len(path) and found:
+        m = _STEP.match(path, pos)
+        if not m:
+            return None
+        field, index, key, value = m.groups()
+        nxt: list[Any] = []
+        for cur in found:
+            if field is not None and isinstance(cur, dict) and field in cur:
+                nxt.append(cur[field])
+            elif index is not None and isinstance(cur, list) and int(index) < len(cur):
+                nxt.append(cur[int(index)])
+            elif key is not None and isinstance(cur, list):
+                nxt += [e for e in cur if isinstance(e, dict) and str(jsonpath_first(e, "." + key)) == value]
+        found, pos = nxt, m.end()
+    return found[0] if found else None
+
+
+def _cell(col: tuple[str, str, str, str, int, str], obj: dict[str, Any]) -> Any:
+    value = jsonpath_first(obj, col[5])
+    if value is None:
+        return None  # kubectl prints <none>
+    if col[1] == "date":
+        return age(str(value))
+    if col[1] == "string" and not isinstance(value, str):
+        return value if isinstance(value, int | float | bool) else json.dumps(value)
+    return value
+
+
+def custom_columns(res: Resource) -> tuple[list[dict[str, Any]], Any]:
+    """A custom resource's columns and row function."""
+    name = _col("Name", fmt="name")
+    if not res.columns:
+        return [name, _col("Age", "date")], lambda o: [o["metadata"]["name"],
+                                                      age(o["metadata"].get("creationTimestamp"))]
+    cols = [name] + [{"name": c[0], "type": c[1], "format": c[2], "description": c[3] or c[0], "priority": c[4]}
+                     for c in res.columns]
+    return cols, lambda o: [o["metadata"]["name"], *(_cell(c, o) for c in res.columns)]
+
+
+def to_table(what: Resource | str, items: list[dict[str, Any]], resource_version: str) -> dict[str, Any]:
+    """The Table of ``items`` of a resource (or of a built-in resource's plural)."""
+    if isinstance(what, Resource) and what.crd:
+        cols, row_of = custom_columns(what)
+    else:
+        plural = what.plural if isinstance(what, Resource) else what
+        cols, row_of = COLUMNS.get(plural, ([_col("Name", fmt="name"), _col("Age")],
+                                            lambda o: [o["metadata"]["name"],
+                                                       age(o["metadata"].get("creationTimestamp"))]))
     rows = [{"cells": row_of(o),
              "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
                         "metadata": o["metadata"]}} for o in items]

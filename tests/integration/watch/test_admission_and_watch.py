@@ -7,8 +7,9 @@ The module's tests run in order on one fleet: commission (the gate refuses two n
 full re-burn-in that readmits a healthy node, then XIDs on five serving nodes at once
 (the guard acts on its limit, a PodDisruptionBudget holds a drain, the rest are refused),
 then the drained node's re-burn-in; last, in a second pool, one GPU's XID takes that GPU
-out while its node keeps serving and, repaired, its re-burn-in brings the GPU back; then a
-power supply lost and a leak seen from the BMCs take those nodes out through the guard.
+out while its node keeps serving and, repaired, its re-burn-in brings the GPU back; a node
+NVSentinel hands over is re-burned in and its request answered; then a power supply lost
+and a leak seen from the BMCs take those nodes out through the guard.
 """
 
 from __future__ import annotations
@@ -317,6 +318,77 @@ def test_the_gpu_repaired_passes_its_re_burn_in_and_serves_again(commissioned, l
     assert any(t.startswith("## GPU back in service: 5") for t in journal), journal[-3:]
     gate = {c["name"]: c for c in evidence(lab, rec, "gate")["checks"]}
     assert gate["allocatable"]["outcome"] == "pass" and gate["allocatable"]["detail"] == "allocatable nvidia.com/gpu: 8"
+
+
+def test_a_node_nvsentinel_hands_over_is_re_burned_in_and_the_request_completed(commissioned, lab, tmp_path):
+    """Issue #27 item 2: with NVSentinel as the site's health owner, bringup is its external
+    remediation system. The test plays NVSentinel (its CRD applied as released; for wt-n10
+    an ExternalRemediationRequest for XID 79, the node cordoned and carrying the release
+    taint, NVSentinelOwnershipReleased=True). The hand-off flow accepts it (draining with
+    NVSentinel's words, tagged for re-burn-in, journaled, the request annotated), the
+    re-burn-in readmits the node, and the next pass writes ExternalRemediationComplete=True.
+    NVSentinel's taint stays: lifting it is NVSentinel's, once it reads the answer."""
+    import yaml as _yaml
+
+    from flows import runtime
+    from flows.handoff import nvsentinel_handoff
+    from flows.reburnin import reburnin
+    fix = REPO / "tests" / "fixtures" / "kube" / "nvsentinel"
+    kubectl(lab, "apply", "-f", str(fix / "external_remediation.crd.yaml"))
+    kubectl(lab, "wait", "--for=condition=established", "--timeout=30s",
+            "crd/externalremediationrequests.nvsentinel.nvidia.com")
+    err = _yaml.safe_load((fix / "err-example.yaml").read_text())
+    name = "gpu0-xid79-wt-n10"
+    err["apiVersion"] = "nvsentinel.nvidia.com/v1"        # what the generated CRD serves
+    meta = err["metadata"]
+    for k in ("namespace", "creationTimestamp", "generation"):
+        meta.pop(k, None)
+    meta["name"], meta["labels"]["nvsentinel.nvidia.com/node"] = name, "wt-n10"
+    err["spec"]["healthEvent"]["nodeName"] = "wt-n10"
+    status = {"conditions": [{**err["status"]["conditions"][0]},
+                             {"type": "ExternalRemediationComplete", "status": "Unknown", "observedGeneration": 1,
+                              "lastTransitionTime": "2026-12-06T00:00:00Z", "reason": "AwaitingExternalSystem",
+                              "message": "Waiting for external system"}]}
+    err.pop("status", None)
+    custom = k8s.CustomObjectsApi(kube(lab).api_client)
+    custom.create_cluster_custom_object("nvsentinel.nvidia.com", "v1", "externalremediationrequests", err)
+    custom.patch_cluster_custom_object_status("nvsentinel.nvidia.com", "v1", "externalremediationrequests", name,
+                                              {"status": status})
+    kubectl(lab, "cordon", "wt-n10")
+    kubectl(lab, "taint", "node", "wt-n10", f"nvsentinel.nvidia.com/external-remediation={name}:NoSchedule")
+    settings = _yaml.safe_load(Path(lab.path).read_text())
+    nv = tmp_path / "nvsentinel-owner.yaml"
+    nv.write_text(_yaml.safe_dump({**settings, "health_owner": "nvsentinel"}))
+
+    started = time.monotonic()
+    runtime.forget()
+    (row,) = nvsentinel_handoff(queue_reburnin=False, config=str(nv))
+    assert (row["node"], row["action"], row["outcome"]) == ("wt-n10", "reburnin", "accepted: draining"), row
+    rec = nodes(lab)["wt-n10"]
+    assert rec.stage == "draining" and "bringup-reburnin" in rec.tags
+    assert (rec.custom_fields.get("bringup_reason") or "").startswith("NVSentinel hand-off: NVSentinel handed the node")
+    got = custom.get_cluster_custom_object("nvsentinel.nvidia.com", "v1", "externalremediationrequests", name)
+    assert "bringup.io/handoff-accepted" in got["metadata"]["annotations"]
+
+    runtime.forget()
+    reburnin(nodes=["wt-n10"], max_age_days=0, burnin_profile="quick", config=str(nv))
+    assert nodes(lab)["wt-n10"].stage == "active", nodes(lab)["wt-n10"].custom_fields.get("bringup_reason")
+    runtime.forget()
+    (answer,) = nvsentinel_handoff(queue_reburnin=False, config=str(nv))
+    took = time.monotonic() - started
+    assert answer["outcome"] == "ExternalRemediationComplete=True (RemediatedByBringup)", answer
+    got = custom.get_cluster_custom_object("nvsentinel.nvidia.com", "v1", "externalremediationrequests", name)
+    conds = {c["type"]: c for c in got["status"]["conditions"]}
+    assert conds["ExternalRemediationComplete"]["status"] == "True"
+    assert conds["NVSentinelOwnershipReleased"]["status"] == "True"     # NVSentinel's, kept as it was
+    journal = [e["comments"] for e in lab.nb.journal_entries(nodes(lab)["wt-n10"].id)]
+    assert any(t.startswith(f"## NVSentinel hand-off: {name} accepted") for t in journal)
+    assert any(t.startswith(f"## NVSentinel hand-off: {name} answered True") for t in journal)
+    assert any(t.key == "nvsentinel.nvidia.com/external-remediation" for t in kube(lab).node_state("wt-n10").taints)
+    # a pass with nothing open does nothing
+    runtime.forget()
+    assert nvsentinel_handoff(queue_reburnin=False, config=str(nv)) == []
+    print(f"NVSentinel hand-off to answered: {took:.1f} s (accept, quick re-burn-in, answer)")
 
 
 def test_a_lost_power_supply_and_a_leak_seen_from_the_bmc_take_the_nodes_out_through_the_guard(commissioned, lab):

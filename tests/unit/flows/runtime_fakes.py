@@ -38,6 +38,12 @@ class FakeRuntime:
     def quarantine_gpus(self, name: str, look: Any) -> str:
         raise self._unexpected(f"quarantine_gpus({name!r})")
 
+    def handoff_requests(self) -> list:
+        raise self._unexpected("handoff_requests()")
+
+    def handoff(self, req: Any) -> dict:
+        raise self._unexpected(f"handoff({req!r})")
+
     def guard(self, requests: list) -> list:
         raise self._unexpected(f"guard({requests})")
 

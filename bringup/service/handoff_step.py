@@ -1,0 +1,69 @@
+"""One pass of the NVSentinel hand-off on one request (issue #27, item 2): bringup, the site's
+external remediation system, takes the node NVSentinel released through its lifecycle and
+answers the request when the node is back or cannot be.
+
+An open request (NVSentinel released the node, nobody answered) not accepted yet is planned
+(:func:`bringup.service.handoff.plan`), acted on through the lifecycle (``reburnin``: the
+node enters draining with NVSentinel's words as its reason, tagged for re-burn-in, cordoned
+and tainted by bringup; ``reinstall``: a forced walk from planned, drained first), marked
+accepted on the ERR and journaled in NetBox. An accepted one is answered once the node's
+lifecycle says so (:func:`bringup.service.handoff.completion`): ``True`` when it serves
+again, ``False`` when bringup quarantined it; the answer is journaled too. The caller holds
+the node's lease.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from bringup.context import Context
+from bringup.kube.remediation import Request, accept, complete
+from bringup.lifecycle.engine import Lifecycle, State, parse_state
+from bringup.service.handoff import HandoffPolicy, completion, load_policy, plan
+
+#: who takes the node out, as the lifecycle's reason and journal say it
+BY = "NVSentinel hand-off"
+
+
+def _when(text: str) -> datetime:
+    at = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def take(ctx: Context, lc: Lifecycle, req: Request, policy: HandoffPolicy | None = None) -> dict[str, Any]:
+    """One pass on open request ``req``: the row the run's table shows."""
+    policy = policy or load_policy()
+    row: dict[str, Any] = {"request": req.name, "node": req.node, "action": "", "outcome": ""}
+    found = ctx.netbox.nodes(names=[req.node])
+    if not found:
+        row["outcome"] = "not a node NetBox knows: left to NVSentinel and an operator"
+        return row
+    (rec,) = found
+    if req.accepted_at is None:
+        p = plan(policy, req)
+        row["action"] = p.action
+        if p.action == "reinstall":
+            state = lc.start(req.node, force=True)
+        else:   # reburnin
+            state = lc.suspect(req.node, p.reasons, by=BY)
+        if state not in (State.DRAINING, State.PLANNED):
+            row["outcome"] = f"not taken: the node is {state} (another run has it); asked again next pass"
+            return row
+        at = accept(ctx.kube, req)
+        ctx.netbox.journal(rec.id, f"## NVSentinel hand-off: {req.name} accepted\n\nNVSentinel released the node to "
+                                   f"bringup at {at.isoformat()}: {p.action} ({p.why}).\n\n"
+                                   + "\n".join(f"- {r}" for r in p.reasons) + "\n", kind="warning")
+        row["outcome"] = f"accepted: {state}"
+        return row
+    changes = [(_when(at), stage) for at, stage in ctx.netbox.stage_changes([rec.id]).get(rec.id, [])]
+    row["action"] = "answer"
+    done = completion(req, parse_state(rec.stage).value, changes)
+    if done is None:
+        row["outcome"] = f"in progress: {rec.stage}"
+        return row
+    complete(ctx.kube, req, done.status, done.reason, done.message)
+    ctx.netbox.journal(rec.id, f"## NVSentinel hand-off: {req.name} answered {done.status}\n\n{done.message}\n",
+                       kind="success" if done.status == "True" else "danger")
+    row["outcome"] = f"ExternalRemediationComplete={done.status} ({done.reason})"
+    return row
