@@ -24,6 +24,7 @@ from kubernetes import client as k8s
 
 from bringup.errors import KubeConflictError, KubeNotFoundError
 from bringup.kube.adapter import KubeAdapter
+from bringup.times import parse_time
 
 #: the API groups NVSentinel serves the kind from, tried in this order: the released one
 #: (its tutorial, docs/tutorials/integrating-external-remediation.md: nvsentinel.dgxc.nvidia.com/v1,
@@ -88,16 +89,6 @@ class Malformed:
     message: str
 
 
-def _when(text: Any) -> datetime | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        at = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
-
-
 def _conditions(status: Any) -> dict[str, str]:
     """type -> status of the object's conditions (none written yet: empty)."""
     listed = status.get("conditions") if isinstance(status, Mapping) else None
@@ -140,7 +131,7 @@ def parse(obj: Any) -> Request | Malformed:
                    custom_action=str(event.get("customRecommendedAction") or ""),
                    fatal=event.get("isFatal") is True, gpus=tuple(sorted(set(gpus))),
                    released=conds.get(RELEASED, ""), complete=conds.get(COMPLETE, ""),
-                   accepted_at=_when(annotations.get(ACCEPTED)) if isinstance(annotations, Mapping) else None,
+                   accepted_at=parse_time(annotations.get(ACCEPTED)) if isinstance(annotations, Mapping) else None,
                    deleting=bool(meta.get("deletionTimestamp")))
 
 

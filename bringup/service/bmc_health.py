@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bringup.redfish.health import BmcHealth, SelEntry, SensorReading
+from bringup.times import parse_time
 
 if TYPE_CHECKING:
     from bringup.service.health import Signal, WatchPolicy
@@ -150,13 +151,7 @@ class BmcLook:
 
 def when(text: str | None) -> datetime | None:
     """A Redfish DateTime as an aware datetime (UTC where it gives no offset), or None."""
-    if not text:
-        return None
-    try:
-        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return t if t.tzinfo else t.replace(tzinfo=UTC)
+    return parse_time(text)
 
 
 # --- grading ------------------------------------------------------------------------------------

@@ -22,24 +22,17 @@ from datetime import UTC, datetime, timedelta
 from bringup.context import Context
 from bringup.service.gpu_scope import GpuOut, GpuQuarantinePolicy, Scope, decide, load_policy
 from bringup.service.health import Signal, critical
+from bringup.times import parse_time
 
 #: the head of the journal entry of a GPU quarantine (counted for the repeat-offender rule)
 GPU_HEAD = "## GPU quarantined: "
-
-
-def _when(text: str) -> datetime | None:
-    try:
-        at = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
 def quarantines_since(entries: Sequence[dict], since: datetime) -> int:
     """How many GPU quarantines a node's journal ``entries`` record since ``since``."""
     n = 0
     for e in entries:
-        at = _when(str(e.get("created") or ""))
+        at = parse_time(str(e.get("created") or ""))
         if str(e.get("comments") or "").startswith(GPU_HEAD) and at is not None and at >= since:
             n += 1
     return n
