@@ -192,18 +192,18 @@ def decide(policy: GpuQuarantinePolicy, signals: Sequence[Signal], *, isolation:
         still = (f"the device plugin still advertises {allocatable} GPUs with {len(out)} out of "
                  f"{expected_gpus}: GPU(s) {sorted(gpus)} may still be handed out")
         not_isolated += (still,)
+    # when the node goes, the GPU findings go with it (an explained shortfall and what is
+    # known already do not)
+    with_node = tuple(node) + tuple(s for s in crit if s not in node and s.code != "gpus_unallocatable"
+                                    and s not in known)
     if node or not_isolated:
-        why = "; ".join(not_isolated) if not_isolated else ""
-        return Scope(node=tuple(node) + tuple(s for s in crit if s not in node and s.code != "gpus_unallocatable"
-                                                    and s not in known),
-                     why_node=why, known=tuple(known), not_isolated=not_isolated)
+        return Scope(node=with_node, why_node="; ".join(not_isolated), known=tuple(known), not_isolated=not_isolated)
     if not gpus:
         return Scope(known=tuple(known))
     facts = _facts(out, len(gpus), expected_gpus, quarantines_in_window + len(gpus))
     for rule in policy.node_goes:
         if all(w.holds(facts) for w in rule.when):
-            return Scope(node=tuple(s for s in crit if s.code != "gpus_unallocatable" and s not in known),
-                         why_node=_reason(rule, facts, policy), known=tuple(known))
+            return Scope(node=with_node, why_node=_reason(rule, facts, policy), known=tuple(known))
     return Scope(gpus=tuple(sorted(gpus.values(), key=lambda g: g.gpu)), known=tuple(known))
 
 
