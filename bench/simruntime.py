@@ -191,6 +191,10 @@ class SimRuntime:
         """No health watch in the bench, so no GPU a look found bad."""
         raise NotImplementedError(f"no health watch in the bench: no GPU of {name} to quarantine")
 
+    def report_fault(self, name: str, look) -> str:
+        """No health watch in the bench, so no finding to report to NVSentinel."""
+        raise NotImplementedError(f"no health watch in the bench: no finding of {name} to report")
+
     def handoff_requests(self) -> list:
         """No cluster in the bench: NVSentinel hands nothing over."""
         return []

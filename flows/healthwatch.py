@@ -9,6 +9,11 @@ blast-radius guard allows it: draining with the reason (cordoned and tainted), d
 re-burn-in, which the reburnin deployment is asked to run at once (and would pick up at
 its next schedule anyway). Warnings are recorded, not acted on. Past the guard's limit
 the run acts on none of the refused nodes and fails loudly, after publishing the table.
+
+Where NVSentinel owns the nodes' health (``health_owner: nvsentinel``) bringup cordons
+nothing for a finding: it reports the node's critical findings to NVSentinel as an
+ExternalFault (:func:`bringup.service.handoff_step.report_fault`), which hands the node back
+through the hand-off flow; a report that cannot be made fails the run at its end.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from bringup.errors import BringupError, TransientError
 from bringup.lifecycle.engine import State
 from bringup.service.blastradius import Request, refusals
 
@@ -37,10 +43,18 @@ def look_node(node: str, config: str | None = None, act: bool = True) -> dict:
     held = lc.acquire(node, me, ended=run_ended)
     if held is not None:
         return {"node": node, "skipped": f"held by {held.holder}", "signals": [], "critical": []}
-    gpu_action = ""
+    gpu_action = unreported = ""
     try:
         look = rt.watch(node)
-        if act and look.gpus and not look.deferred_to and not look.critical:
+        if act and look.deferred_to and (look.critical or look.gpus):
+            try:
+                gpu_action = rt.report_fault(node, look)     # NVSentinel acts on it, not bringup
+            except BringupError as exc:
+                if isinstance(exc, TransientError):
+                    raise       # the task's retries
+                # the finding stays in NetBox; the run fails at its end, saying why
+                gpu_action = unreported = f"{node}: not reported to NVSentinel ({exc})"
+        elif act and look.gpus and not look.deferred_to and not look.critical:
             gpu_action = rt.quarantine_gpus(node, look)
     finally:
         lc.release(node, me.holder)
@@ -52,7 +66,7 @@ def look_node(node: str, config: str | None = None, act: bool = True) -> dict:
     return {"node": node, "skipped": "", "seconds": round(look.seconds, 2), "error": look.error,
             "signals": [f"{s.severity}: {s.message}" for s in look.signals],
             "critical": [] if deferred else look.node_reasons,
-            "deferred_to": look.deferred_to, "gpu_action": gpu_action,
+            "deferred_to": look.deferred_to, "gpu_action": gpu_action, "unreported": unreported,
             "evidence": look.evidence() if look.critical and not deferred else None}
 
 
@@ -113,7 +127,8 @@ def healthwatch(site: str | None = None, rack: str | None = None, tag: str | Non
             for lk in looks]
     create_table_artifact(key=_key("healthwatch-looks"), table=rows or [{"node": "", "signals": "no active nodes"}],
                           description=f"{len(looks)} active node(s) looked at, {len(suspects)} with critical signals")
-    text = "; ".join(t for t in (refusals(decisions), blind(looks)) if t)
+    unreported = "; ".join(lk["unreported"] for lk in looks if lk.get("unreported"))
+    text = "; ".join(t for t in (refusals(decisions), blind(looks), unreported) if t)
     if text:
         raise RunFailed(text, hint="an operator must look before more nodes leave service, or at why "
                                    "a node could not be looked at")

@@ -59,6 +59,11 @@ class Runtime(Protocol):
         others); what was done, in words."""
         ...
 
+    def report_fault(self, name: str, look: Look) -> str:
+        """NVSentinel owns the nodes' health: report ``look``'s critical findings to it (an
+        ExternalFault) instead of acting; what was done, in words."""
+        ...
+
     def handoff_requests(self) -> list:
         """NVSentinel's ExternalRemediationRequests, read ([] unless NVSentinel is the
         site's health owner)."""
@@ -130,6 +135,13 @@ class SiteRuntime:
         from bringup.service.gpu_quarantine import quarantine
         (rec,) = self.ctx.netbox.nodes(names=[name])
         return quarantine(self.ctx, rec, look.gpus, serials=look.gpu_serials)
+
+    def report_fault(self, name: str, look: Look) -> str:
+        """NVSentinel owns the nodes' health: the look's findings as an ExternalFault (see flows.healthwatch)."""
+        from bringup.service.handoff_step import report_fault
+        from bringup.service.health import critical
+        (rec,) = self.ctx.netbox.nodes(names=[name])
+        return report_fault(self.ctx, rec, critical(look.signals))
 
     def handoff_requests(self) -> list:
         """NVSentinel's requests (see flows.handoff); none unless the settings make

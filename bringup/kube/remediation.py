@@ -65,6 +65,9 @@ class Request:
     #: when bringup accepted it (its annotation), None before
     accepted_at: datetime | None = None
     deleting: bool = False
+    #: the ExternalFault that owns it (ADR-049: the ERR of a fault an external system, such as
+    #: bringup, reported), "" when NVSentinel found the fault itself
+    raised_by: str = ""
 
     @property
     def open(self) -> bool:
@@ -89,20 +92,31 @@ class Malformed:
     message: str
 
 
-def _conditions(status: Any) -> dict[str, str]:
+def conditions_of(status: Any) -> dict[str, str]:
     """type -> status of the object's conditions (none written yet: empty)."""
     listed = status.get("conditions") if isinstance(status, Mapping) else None
     return {str(c["type"]): str(c.get("status") or "") for c in listed or []
             if isinstance(c, Mapping) and isinstance(c.get("type"), str)}
 
 
-def parse(obj: Any) -> Request | Malformed:
-    """One ERR object (as the API server returns it) as a :class:`Request` of the group its
-    ``apiVersion`` names."""
+@dataclass(frozen=True)
+class Head:
+    """What every NVSentinel object carrying a HealthEvent has: its metadata, the event,
+    the event's node and error codes."""
+
+    name: str
+    meta: Mapping[str, Any]
+    event: Mapping[str, Any]
+    node: str
+    codes: list[str]
+
+
+def head(obj: Any, kind: str) -> Head | Malformed:
+    """The :class:`Head` of an ERR or ExternalFault (``kind``), or the field that is wrong."""
     meta = obj.get("metadata") if isinstance(obj, Mapping) else None
     name = str((meta or {}).get("name") or "?")
     if not isinstance(meta, Mapping) or not meta.get("name"):
-        return Malformed(name, "metadata.name", "an ExternalRemediationRequest without a name")
+        return Malformed(name, "metadata.name", f"an {kind} without a name")
     event = ((obj.get("spec") or {}) if isinstance(obj.get("spec"), Mapping) else {}).get("healthEvent")
     if not isinstance(event, Mapping):
         return Malformed(name, "spec.healthEvent", "missing or not an object")
@@ -114,6 +128,16 @@ def parse(obj: Any) -> Request | Malformed:
         codes = [codes]
     if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
         return Malformed(name, "spec.healthEvent.errorCode", f"{codes!r} is not a list of codes")
+    return Head(name, meta, event, node, codes)
+
+
+def parse(obj: Any) -> Request | Malformed:
+    """One ERR object (as the API server returns it) as a :class:`Request` of the group its
+    ``apiVersion`` names."""
+    h = head(obj, "ExternalRemediationRequest")
+    if isinstance(h, Malformed):
+        return h
+    name, meta, event, node, codes = h.name, h.meta, h.event, h.node, h.codes
     gpus = []
     for i, e in enumerate(event.get("entitiesImpacted") or []):
         if not isinstance(e, Mapping):
@@ -121,9 +145,12 @@ def parse(obj: Any) -> Request | Malformed:
         value = str(e.get("entityValue", ""))
         if str(e.get("entityType", "")).upper() == "GPU" and value.isdigit():
             gpus.append(int(value))
-    conds = _conditions(obj.get("status"))
+    conds = conditions_of(obj.get("status"))
     annotations = meta.get("annotations") or {}
     group = str(obj.get("apiVersion") or "").partition("/")[0]
+    owners = meta.get("ownerReferences") if isinstance(meta.get("ownerReferences"), list) else []
+    raised_by = next((str(o.get("name") or "") for o in owners
+                      if isinstance(o, Mapping) and o.get("kind") == "ExternalFault"), "")
     return Request(name=name, node=node, group=group if group in GROUPS else GROUPS[0],
                    message=str(event.get("message") or ""), check=str(event.get("checkName") or ""),
                    component=str(event.get("componentClass") or ""), error_codes=tuple(codes),
@@ -132,7 +159,7 @@ def parse(obj: Any) -> Request | Malformed:
                    fatal=event.get("isFatal") is True, gpus=tuple(sorted(set(gpus))),
                    released=conds.get(RELEASED, ""), complete=conds.get(COMPLETE, ""),
                    accepted_at=parse_time(annotations.get(ACCEPTED)) if isinstance(annotations, Mapping) else None,
-                   deleting=bool(meta.get("deletionTimestamp")))
+                   deleting=bool(meta.get("deletionTimestamp")), raised_by=raised_by)
 
 
 _CONFLICT_RETRIES = 5

@@ -9,9 +9,9 @@ changes the provisioning state), nothing else writes the stage: steps return
 :class:`~bringup.lifecycle.results.StepResult` values and :class:`Lifecycle` records them.
 
 The path is ``planned -> discovered -> provisioned -> burned_in -> fabric -> validating ->
-active``; any
-state with a handler may fail to ``quarantined`` (then ``inspection``); ``active -> draining
--> provisioned`` is a re-burn-in (the diagram: docs/architecture.md, "The lifecycle").
+active``; any state with a handler may fail to ``quarantined`` (then ``inspection``); ``active
+-> draining -> provisioned`` is a re-burn-in, ``active -> inspection`` a hand-off's hardware
+fault (the diagram: docs/architecture.md, "The lifecycle").
 
 ``firmware``, ``bios``, ``install`` and ``configure`` are steps of ``discovered``; ``judge`` (which also
 records the verdict) is the step of ``burned_in``; ``fabric`` (recording the share of the
@@ -35,7 +35,7 @@ any other exception is a bug of ours (:class:`StepCrashed`): held, never quarant
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -338,11 +338,19 @@ class Lifecycle(Leasing):
         return State.PROVISIONED
 
     def suspect(self, name: str, reasons: list[str], evidence: list[Any] = (), *, by: str = "health watch") -> State:
-        """A serving node showed a critical health signal (``by``: who says so, the health
-        watch or a health system that handed the node over): it enters draining with the
-        reason, tagged for re-burn-in, with the evidence in its journal, and is cordoned
-        and tainted with the reason (``on_quarantine``) before its drain step runs. A node
-        not active is left as it is (another run has it)."""
+        """A serving node showed a critical health signal (``by``: the health watch or a health
+        system that handed it over): draining with the reason, tagged for re-burn-in, evidence
+        journaled, cordoned and tainted (``on_quarantine``). A node not active is left as it is."""
+        return self._take_out(name, reasons, evidence, by, State.DRAINING, "taken out of service for re-burn-in")
+
+    def inspect(self, name: str, reasons: list[str], *, by: str) -> State:
+        """A serving node goes to hardware inspection without a re-test (``by``: a health system
+        that handed it over for a part to replace): cordoned, tainted and drained, NetBox failed;
+        :meth:`repaired` is the way out. A node not active is left as it is."""
+        return self._take_out(name, reasons, (), by, State.INSPECTION, "sent to hardware inspection")
+
+    def _take_out(self, name: str, reasons: list[str], evidence: Sequence[Any], by: str, dst: State,
+                  what: str) -> State:
         node = self.records.node(name)
         state = parse_state(node.stage)
         if state != State.ACTIVE:
@@ -351,14 +359,18 @@ class Lifecycle(Leasing):
         fields: dict[str, Any] = {"bringup_reason": reason[:4000]}
         if evidence:
             fields["bringup_evidence"] = self.records.put_evidence(node, list(evidence))
-        self._transition(node, state, State.DRAINING, status="staged", fields=fields, add_tags=(REBURNIN_TAG,))
+        inspection = dst == State.INSPECTION
+        self._transition(node, state, dst, status="failed" if inspection else "staged", fields=fields,
+                         add_tags=(QUARANTINE_TAG,) if inspection else (REBURNIN_TAG,))
         try:
             cluster = self.on_quarantine(node, reason)
-        except BringupError as exc:  # the drain step cordons it anyway
-            cluster = f"could not cordon and taint yet ({exc}); the drain step cordons it"
-        self.records.journal(node, f"## {by[:1].upper()}{by[1:]}: taken out of service for re-burn-in\n\n"
+            if inspection and self.on_drain is not None:   # nothing runs on a node in inspection
+                cluster += f"; {self.on_drain(node)}"
+        except BringupError as exc:  # reconcile (inspection) or the drain step cordons it anyway
+            cluster = f"could not cordon and taint yet ({exc}); {'reconcile' if inspection else 'the drain step'} will"
+        self.records.journal(node, f"## {by[:1].upper()}{by[1:]}: {what}\n\n"
                              + "\n".join(f"- {r}" for r in reasons) + f"\n\nKubernetes: {cluster}\n", kind="danger")
-        return State.DRAINING
+        return dst
 
     def report(self, name: str, known: list[StepResult] | None = None) -> NodeReport:
         """The node's row of the fleet table, from NetBox; when NetBox cannot be read, from

@@ -77,6 +77,7 @@ TABLE: dict[State, Handler] = {
 #: transitions that are not a handler's success: operator and schedule actions
 EXTRA_TRANSITIONS = {
     (State.ACTIVE, State.DRAINING),          # re-burn-in or a health signal
+    (State.ACTIVE, State.INSPECTION),        # a health system's hand-off: a part to replace, no re-test
     (State.QUARANTINED, State.INSPECTION),   # quarantined twice in 30 days
     (State.INSPECTION, State.PROVISIONED),   # repaired (an operator): re-burn-in and the gate follow
 }

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from bringup.kube.remediation import Request
 from bringup.resources import data_file
 from bringup.service.bmc_health import When
+from bringup.service.fault_report import ReportPolicy
 from bringup.yamlio import load_model
 
 Action = Literal["reburnin", "reinstall", "inspection"]
@@ -60,6 +61,8 @@ class HandoffPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid")
     rules: list[Rule] = Field(default_factory=list)
     default: Action = "reburnin"
+    #: what bringup's own findings become (an ExternalFault's health event)
+    report: ReportPolicy
 
 
 def load_policy(path: Path | None = None) -> HandoffPolicy:
@@ -98,9 +101,10 @@ class Completion:
 def completion(req: Request, stage: str, changes: Sequence[tuple[datetime, str]]) -> Completion | None:
     """``ExternalRemediationComplete`` for an accepted request from the node's stage now and
     its stage changes (time, stage; oldest first): True once the node serves again after
-    leaving service since bringup accepted the request; False once it is quarantined or sent
-    to inspection since then (bringup gave up on it: the node stays released); None while
-    the work goes on."""
+    leaving service since bringup accepted the request; False once it is quarantined since
+    then (its re-test failed and bringup gave up on it: the node stays released); None while
+    the work goes on, hardware inspection included (the repair is the remediation: an
+    operator's ``node repaired``, the re-burn-in and the gate answer it)."""
     if req.accepted_at is None:
         return None
     since = [s for at, s in changes if at >= req.accepted_at]
@@ -108,7 +112,7 @@ def completion(req: Request, stage: str, changes: Sequence[tuple[datetime, str]]
     if stage == "active" and left:
         return Completion("True", "RemediatedByBringup",
                           f"bringup re-burned {req.node} in and its readiness gate passed; the node serves again")
-    if stage in ("quarantined", "inspection") and left:
-        return Completion("False", "QuarantinedByBringup" if stage == "quarantined" else "SentToInspection",
-                          f"bringup could not return {req.node} to service: it is {stage} (see its NetBox journal)")
+    if stage == "quarantined" and left:
+        return Completion("False", "QuarantinedByBringup",
+                          f"bringup could not return {req.node} to service: it is quarantined (see its NetBox journal)")
     return None

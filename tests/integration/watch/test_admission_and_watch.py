@@ -8,8 +8,9 @@ full re-burn-in that readmits a healthy node, then XIDs on five serving nodes at
 (the guard acts on its limit, a PodDisruptionBudget holds a drain, the rest are refused),
 then the drained node's re-burn-in; last, in a second pool, one GPU's XID takes that GPU
 out while its node keeps serving and, repaired, its re-burn-in brings the GPU back; a node
-NVSentinel hands over is re-burned in and its request answered; then a power supply lost
-and a leak seen from the BMCs take those nodes out through the guard.
+NVSentinel hands over is re-burned in and its request answered; with NVSentinel as owner a
+power supply lost is reported to it, handed back, sent to inspection and, repaired, returns;
+then a power supply lost and a leak seen from the BMCs take those nodes out through the guard.
 """
 
 from __future__ import annotations
@@ -389,6 +390,96 @@ def test_a_node_nvsentinel_hands_over_is_re_burned_in_and_the_request_completed(
     runtime.forget()
     assert nvsentinel_handoff(queue_reburnin=False, config=str(nv)) == []
     print(f"NVSentinel hand-off to answered: {took:.1f} s (accept, quick re-burn-in, answer)")
+
+
+def test_a_psu_lost_under_nvsentinel_is_reported_sent_to_inspection_and_returns_repaired(commissioned, lab,
+                                                                                         tmp_path):
+    """Issue #27 items 2 and 5 with NVSentinel as the health owner: a power supply lost on
+    serving wt-n09, seen from its BMC, is reported as an ExternalFault (ADR-049; bringup
+    cordons nothing) and not reported twice while it is open. The test plays NVSentinel: it
+    quarantines the node and releases it through a request owned by that ExternalFault. The
+    hand-off's policy sends a lost PSU to hardware inspection (cordoned, drained, no re-test)
+    and leaves the request open; the PSU replaced (lab clear) and the repair recorded, the
+    re-test readmits the node and the next pass answers the request True."""
+    import yaml as _yaml
+
+    from bringup.context import Context
+    from bringup.pipeline import lifecycle
+    from flows import runtime
+    from flows.commission import commission
+    from flows.handoff import nvsentinel_handoff
+    from flows.healthwatch import healthwatch
+    from lab.inject import clear, inject
+    fix = REPO / "tests" / "fixtures" / "kube" / "nvsentinel"
+    for crd, name in (("external_fault.crd.lab.yaml", "externalfaults.nvsentinel.dgxc.nvidia.com"),
+                      ("external_remediation.crd.yaml", "externalremediationrequests.nvsentinel.nvidia.com")):
+        kubectl(lab, "apply", "-f", str(fix / crd))
+        kubectl(lab, "wait", "--for=condition=established", "--timeout=30s", f"crd/{name}")
+    nv = tmp_path / "nvsentinel-owner.yaml"
+    nv.write_text(_yaml.safe_dump({**_yaml.safe_load(Path(lab.path).read_text()), "health_owner": "nvsentinel"}))
+    spec = {n.name: n for n in lab.fleet.nodes}["wt-n09"]
+    custom = k8s.CustomObjectsApi(kube(lab).api_client)
+
+    def ours():
+        items = custom.list_cluster_custom_object("nvsentinel.dgxc.nvidia.com", "v1", "externalfaults")["items"]
+        return [f for f in items if f["spec"]["healthEvent"]["nodeName"] == "wt-n09"]
+
+    injected_at = time.monotonic()
+    inject(lab.home, spec, Fault(kind=FaultKind.PSU_LOST, value=1))
+    runtime.forget()
+    (row,) = healthwatch(nodes=["wt-n09"], queue_reburnin=False, config=str(nv))
+    took = time.monotonic() - injected_at
+    assert row["action"].startswith("reported to NVSentinel: ExternalFault bringup-wt-n09-"), row
+    (ef,) = ours()
+    event = ef["spec"]["healthEvent"]
+    got = (event["errorCode"][0], event["componentClass"], event["recommendedAction"])
+    assert got == ("bmc_psu_lost", "NODE", "CUSTOM"), event
+    assert ef["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "bringup"
+    assert nodes(lab)["wt-n09"].stage == "active" and not kube(lab).node_state("wt-n09").unschedulable
+    runtime.forget()
+    (again,) = healthwatch(nodes=["wt-n09"], queue_reburnin=False, config=str(nv))
+    assert again["action"] == f"reported to NVSentinel already: ExternalFault {ef['metadata']['name']} is open"
+    assert len(ours()) == 1
+
+    # NVSentinel: quarantine, then a request owned by the fault, the node released
+    name = "psu-wt-n09"
+    kubectl(lab, "cordon", "wt-n09")
+    err = {"apiVersion": "nvsentinel.nvidia.com/v1", "kind": "ExternalRemediationRequest",
+           "metadata": {"name": name, "ownerReferences": [
+               {"apiVersion": "nvsentinel.dgxc.nvidia.com/v1", "kind": "ExternalFault", "name": ef["metadata"]["name"],
+                "uid": ef["metadata"]["uid"], "controller": True, "blockOwnerDeletion": False}]},
+           "spec": {"healthEvent": event}}
+    custom.create_cluster_custom_object("nvsentinel.nvidia.com", "v1", "externalremediationrequests", err)
+    custom.patch_cluster_custom_object_status(
+        "nvsentinel.nvidia.com", "v1", "externalremediationrequests", name,
+        {"status": {"conditions": [{"type": "NVSentinelOwnershipReleased", "status": "True", "observedGeneration": 1,
+                                    "lastTransitionTime": "2026-12-06T00:00:00Z", "reason": "ReleaseTaintApplied",
+                                    "message": "released"}]}})
+    kubectl(lab, "taint", "node", "wt-n09", f"nvsentinel.nvidia.com/external-remediation={name}:NoSchedule")
+    runtime.forget()
+    (taken,) = nvsentinel_handoff(queue_reburnin=False, config=str(nv))
+    assert (taken["action"], taken["outcome"]) == ("inspection", "accepted: inspection"), taken
+    rec = nodes(lab)["wt-n09"]
+    assert rec.stage == "inspection" and kube(lab).node_state("wt-n09").unschedulable
+    journal = [e["comments"] for e in lab.nb.journal_entries(rec.id)]
+    assert any(t.startswith(f"## Reported to NVSentinel: ExternalFault {ef['metadata']['name']}") for t in journal)
+    assert any(t.startswith("## NVSentinel hand-off: sent to hardware inspection") for t in journal)
+    assert any(f"the fault bringup reported: ExternalFault {ef['metadata']['name']}" in t for t in journal)
+    runtime.forget()
+    (waiting,) = nvsentinel_handoff(queue_reburnin=False, config=str(nv))
+    assert waiting["outcome"] == "in progress: inspection (answered once repaired and re-tested)", waiting
+
+    # the PSU replaced, the repair recorded (as `bringup node repaired` does), the re-test
+    clear(lab.home, spec, "psu_lost")
+    lifecycle(Context.from_settings(str(nv))).repaired("wt-n09", "PSU 2 replaced", "test-operator")
+    runtime.forget()
+    commission(nodes=["wt-n09"], burnin_profile="quick", config=str(nv))
+    rec = nodes(lab)["wt-n09"]
+    assert rec.stage == "active", rec.custom_fields.get("bringup_reason")
+    runtime.forget()
+    (answer,) = nvsentinel_handoff(queue_reburnin=False, config=str(nv))
+    assert answer["outcome"] == "ExternalRemediationComplete=True (RemediatedByBringup)", answer
+    print(f"BMC PSU fault to ExternalFault (NVSentinel owner): {took:.1f} s (one healthwatch run)")
 
 
 def test_a_lost_power_supply_and_a_leak_seen_from_the_bmc_take_the_nodes_out_through_the_guard(commissioned, lab):

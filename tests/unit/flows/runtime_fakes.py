@@ -38,6 +38,9 @@ class FakeRuntime:
     def quarantine_gpus(self, name: str, look: Any) -> str:
         raise self._unexpected(f"quarantine_gpus({name!r})")
 
+    def report_fault(self, name: str, look: Any) -> str:
+        raise self._unexpected(f"report_fault({name!r})")
+
     def handoff_requests(self) -> list:
         raise self._unexpected("handoff_requests()")
 

@@ -38,10 +38,10 @@ def called_by_flows() -> set[str]:
 def test_the_protocol_declares_every_method_the_flows_call():
     assert declared() == {"lifecycle", "select", "due_for_reburnin", "fabric_test", "reconcile", "watch",
                           "guard", "report", "accepts_after_admission", "quarantine_gpus",
-                          "handoff_requests", "handoff"}
+                          "report_fault", "handoff_requests", "handoff"}
     assert called_by_flows() <= declared(), called_by_flows() - declared()
     # guard, reconcile and report included: they used to be optional
-    assert {"guard", "reconcile", "report", "watch", "quarantine_gpus", "handoff"} <= called_by_flows()
+    assert {"guard", "reconcile", "report", "watch", "quarantine_gpus", "report_fault", "handoff"} <= called_by_flows()
 
 
 def test_no_flow_asks_a_runtime_whether_it_has_a_method():

@@ -108,3 +108,19 @@ def test_the_documented_err_is_unchanged_by_parsing():
     before = copy.deepcopy(doc)
     r_.parse(doc)
     assert doc == before
+
+
+def test_a_node_in_inspection_keeps_the_request_open_until_the_repair_is_re_tested():
+    r = accepted()
+    sent = [(T0 + timedelta(minutes=1), "inspection")]
+    assert h.completion(r, "inspection", sent) is None           # the repair is the remediation
+    back = [*sent, (T0 + timedelta(days=2), "provisioned"), (T0 + timedelta(days=2, hours=1), "active")]
+    c = h.completion(r, "active", back)
+    assert c is not None and c.status == "True"
+
+
+def test_an_err_raised_by_an_externalfault_names_it():
+    doc = err()
+    doc["metadata"]["ownerReferences"] = [{"apiVersion": "nvsentinel.dgxc.nvidia.com/v1", "kind": "ExternalFault",
+                                           "name": "bringup-n1-abc-20261206100000", "uid": "u1", "controller": True}]
+    assert r_.parse(doc).raised_by == "bringup-n1-abc-20261206100000" and r_.parse(err()).raised_by == ""

@@ -29,6 +29,10 @@ class Lc:
         self.calls.append(("start", name, force))
         return State.PLANNED
 
+    def inspect(self, name, reasons, *, by):
+        self.calls.append(("inspect", name, tuple(reasons), by))
+        return State.INSPECTION
+
 
 @pytest.fixture
 def site(monkeypatch):
@@ -95,3 +99,52 @@ def test_a_node_bringup_quarantined_is_answered_false(site):
     row = step.take(site.ctx, Lc(), accepted)
     assert row["outcome"] == "ExternalRemediationComplete=False (QuarantinedByBringup)"
     assert site.journal[-1][0] == "danger"
+
+
+def test_a_part_to_replace_goes_to_inspection_and_the_request_stays_open_meanwhile(site):
+    lc = Lc()
+    psu = Request(**{**vars(REQ), "component": "NODE", "error_codes": ("bmc_psu_lost",), "gpus": (),
+                     "raised_by": "bringup-n1-abc-20261206100000"})
+    row = step.take(site.ctx, lc, psu)
+    assert (row["action"], row["outcome"]) == ("inspection", "accepted: inspection")
+    assert lc.calls[0][0] == "inspect" and lc.calls[0][3] == "NVSentinel hand-off"
+    assert "the fault bringup reported: ExternalFault bringup-n1-abc-20261206100000" in site.journal[0][1]
+    site.changes, site.stage = [((T0 + timedelta(minutes=1)).isoformat(), "inspection")], "inspection"
+    row = step.take(site.ctx, lc, Request(**{**vars(psu), "accepted_at": T0}))
+    assert row["outcome"] == "in progress: inspection (answered once repaired and re-tested)" and not site.answered
+
+
+class Faults:
+    def __init__(self, held=None):
+        self.held, self.created = held, []
+
+
+@pytest.fixture
+def faults(site, monkeypatch):
+    f = Faults()
+    monkeypatch.setattr(step, "open_fault", lambda kube, node: f.held)
+    monkeypatch.setattr(step, "create", lambda kube, body: f.created.append(body) or body["metadata"]["name"])
+    return f
+
+
+def test_a_finding_is_reported_as_an_externalfault_and_journaled(site, faults):
+    from bringup.service.health import Signal
+    xid = Signal("xid_fatal", "critical", "GPU 3: XID 79 since the last look", {"gpu": 3, "xid": 79})
+    rec = site.ctx.netbox.nodes(["n1"])[0]
+    done = step.report_fault(site.ctx, rec, [xid], now=T0)
+    (body,) = faults.created
+    assert done == f"reported to NVSentinel: ExternalFault {body['metadata']['name']}"
+    assert body["spec"]["healthEvent"]["errorCode"] == ["XID-79"] and body["spec"]["healthEvent"]["nodeName"] == "n1"
+    kind, text = site.journal[-1]
+    assert kind == "warning" and text.startswith(f"## Reported to NVSentinel: ExternalFault {body['metadata']['name']}")
+    assert "errorCode: XID-79" in text and xid.message in text
+
+
+def test_a_node_with_an_open_externalfault_is_not_reported_again(site, faults):
+    from bringup.kube.external_fault import Fault
+    from bringup.service.health import Signal
+    faults.held = Fault(name="ops-drain-n1", node="n1", reported="True", cleared="False")
+    rec = site.ctx.netbox.nodes(["n1"])[0]
+    done = step.report_fault(site.ctx, rec, [Signal("bmc_leak", "critical", "BMC: leak", {})])
+    assert done == "reported to NVSentinel already: ExternalFault ops-drain-n1 is open"
+    assert faults.created == [] and site.journal == []
