@@ -37,6 +37,7 @@ from bringup.errors import BringupError, ControllerFault, PreconditionFailed
 from bringup.localfiles import pid_alive
 from bringup.netbox.http_retry import CALL_WORST_S, WORST_CASE_S
 from bringup.retry import Backoff, retry
+from bringup.times import strict_time
 
 FIELD = "bringup_lease"
 # The lease's numbers come from the NetBox client's worst case (bringup.netbox.http_retry),
@@ -110,7 +111,7 @@ class Lease:
             return None
         try:
             return cls(holder=str(value["holder"]), run=str(value.get("run", "")), host=str(value.get("host", "")),
-                       since=_utc(value["since"]), expires=_utc(value["expires"]),
+                       since=strict_time(value["since"]), expires=strict_time(value["expires"]),
                        pid=int(value.get("pid") or 0), pidns=str(value.get("pidns") or ""))
         except (KeyError, TypeError, ValueError):
             return None
@@ -135,12 +136,6 @@ class LeaseHeld:
     def message(self) -> str:
         return (f"node {self.node} is held by run {self.run} on {self.host} "
                 f"(since {self.since.isoformat(timespec='seconds')}, until {self.until.isoformat(timespec='seconds')})")
-
-
-def _utc(text: str) -> datetime:
-    """An ISO time; one without a zone (written by hand) is taken as UTC."""
-    t = datetime.fromisoformat(text)
-    return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
 def utcnow() -> datetime:

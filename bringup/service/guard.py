@@ -21,11 +21,7 @@ from datetime import UTC, datetime
 from bringup.context import Context
 from bringup.lifecycle.engine import LifecycleError, State, parse_state
 from bringup.service.blastradius import Decision, Event, GuardPolicy, Request, decide, load_policy
-
-
-def _when(text: str) -> datetime:
-    at = datetime.fromisoformat(text)
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
+from bringup.times import strict_time
 
 
 def events_of(node: str, changes: Iterable[tuple[str, str]]) -> tuple[list[Event], list[Event]]:
@@ -39,7 +35,7 @@ def events_of(node: str, changes: Iterable[tuple[str, str]]) -> tuple[list[Event
             state = parse_state(stage)
         except LifecycleError:
             continue
-        when = _when(at)
+        when = strict_time(at)
         if state == State.PLANNED:
             served = False  # a forced restart: a new life of the node
         elif state == State.ACTIVE:
@@ -136,7 +132,7 @@ def lives(changes: Iterable[tuple[str, str]]) -> list[tuple[datetime, str]]:
         elif state == State.ACTIVE:
             life = ""
         elif state == State.QUARANTINED:
-            out.append((_when(at), life))
+            out.append((strict_time(at), life))
         previous = state
     return out
 
@@ -147,7 +143,7 @@ def class_marks(entries: Iterable[dict]) -> list[tuple[datetime, bool]]:
     for e in entries:
         text = str(e.get("comments") or "")
         if text.startswith(CLASS_HEAD) and e.get("created"):
-            out.append((_when(str(e["created"])), "(counted" in text.splitlines()[0]))
+            out.append((strict_time(str(e["created"])), "(counted" in text.splitlines()[0]))
     return out
 
 

@@ -25,14 +25,10 @@ from bringup.lifecycle.engine import Lifecycle, State, parse_state
 from bringup.service.fault_report import external_fault
 from bringup.service.handoff import HandoffPolicy, completion, load_policy, plan
 from bringup.service.health import Signal
+from bringup.times import strict_time
 
 #: who takes the node out, as the lifecycle's reason and journal say it
 BY = "NVSentinel hand-off"
-
-
-def _when(text: str) -> datetime:
-    at = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
 def take(ctx: Context, lc: Lifecycle, req: Request, policy: HandoffPolicy | None = None) -> dict[str, Any]:
@@ -63,7 +59,7 @@ def take(ctx: Context, lc: Lifecycle, req: Request, policy: HandoffPolicy | None
                                    + "\n".join(f"- {r}" for r in p.reasons) + "\n", kind="warning")
         row["outcome"] = f"accepted: {state}"
         return row
-    changes = [(_when(at), stage) for at, stage in ctx.netbox.stage_changes([rec.id]).get(rec.id, [])]
+    changes = [(strict_time(at), stage) for at, stage in ctx.netbox.stage_changes([rec.id]).get(rec.id, [])]
     row["action"] = "answer"
     done = completion(req, parse_state(rec.stage).value, changes)
     if done is None:
