@@ -73,3 +73,18 @@ def publish_report(rt: Runtime, prefix: str = "commission") -> None:
                              link_text=f"fleet report ({index.parent})", description="Fleet report of this run's site")
     except Exception as exc:  # noqa: BLE001 - see the docstring
         get_run_logger().warning("could not write the fleet report: %s", exc)
+
+
+def publish_requests(counts, nodes: int, prefix: str = "commission") -> None:
+    """What the run cost NetBox: its requests by method and endpoint, per node (issue #25),
+    as a table and one log line. Best effort, as the fleet table."""
+    from bringup.netbox.request_count import rows, summary
+    line = summary(counts, nodes)
+    get_run_logger().info(line)
+    try:
+        create_table_artifact(key=_key(f"{prefix}-netbox-requests"), table=rows(counts, nodes) or [{"requests": 0}],
+                              description=line)
+    except httpx.HTTPError as exc:
+        if not is_unavailable(exc):
+            raise
+        get_run_logger().warning("could not publish the NetBox request table: %s", exc)

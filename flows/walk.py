@@ -28,9 +28,10 @@ from bringup.errors import BringupError
 from bringup.lifecycle.engine import Lifecycle, State, parse_state, path
 from bringup.lifecycle.results import NodeReport, StepResult, interleave_by
 from bringup.netbox.lease import Claimant, LeaseHeld
+from bringup.netbox.request_count import COUNT, since
 
 from . import runtime
-from .artifacts import publish_fleet, publish_node, publish_report
+from .artifacts import publish_fleet, publish_node, publish_report, publish_requests
 from .limits import BMC_LIMIT, INSTALL_LIMIT, burnin_limit, drain_releases, ensure_rack_limits, slot
 from .orchestrator import talking_to_prefect, translated
 from .reconcile import converge
@@ -198,6 +199,7 @@ def fan_out(selected, params: dict, *, config: str | None = None, force: bool = 
 
     selected = list(interleave_by(list(selected), key=lambda s: s.rack))
     ensure_rack_limits([s.rack for s in selected])
+    sent_before = COUNT.snapshot()
 
     def walk(nodes: list, to: str, first: bool) -> list[Walk]:
         # force and re-burn-in start a node's walk over: only the first leg of a run does
@@ -215,6 +217,7 @@ def fan_out(selected, params: dict, *, config: str | None = None, force: bool = 
         walks = walk(selected, until, True)
     reports = [w.report for w in walks]
     publish_fleet(reports, prefix=prefix)
+    publish_requests(since(sent_before), len(selected), prefix=prefix)
     if report:  # a split run's parent writes it once, after its children
         publish_report(runtime.get(config), prefix=prefix)
     drain_releases()  # the run ends with every slot it took back on the server

@@ -48,6 +48,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from bringup.netbox.request_count import COUNT
 from bringup.retry import Backoff
 
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
@@ -133,6 +134,7 @@ def connect(url: str, token: str, *, timeout: float | tuple[float, float] = (CON
 
     def request_with_timeout(method, url, **kw):
         kw.setdefault("timeout", timeout)
+        COUNT.record(method, url)     # what a run costs NetBox (bringup.netbox.request_count)
         return original(method, url, **kw)
 
     session.request = request_with_timeout  # type: ignore[method-assign]

@@ -154,7 +154,8 @@ def test_a_reburnin_run_that_leaves_a_node_blocked_fails_naming_pods_and_budget(
         return Now(walks[-1])
     monkeypatch.setattr(walk, "walk_node", type("Task", (), {"submit": staticmethod(submit)}))
     monkeypatch.setattr(walk, "get_run_logger", lambda: logging.getLogger("drain-test"))
-    for name in ("publish_node", "publish_fleet", "publish_report", "ensure_rack_limits", "drain_releases"):
+    for name in ("publish_node", "publish_fleet", "publish_report", "publish_requests", "ensure_rack_limits",
+                 "drain_releases"):
         monkeypatch.setattr(walk, name, lambda *a, **kw: None)
     monkeypatch.setattr(walk, "converge", lambda reports, **kw: [])
     monkeypatch.setattr(walk, "run_step", lambda node, rack, state, st, params, config=None, order=0, holder=None:
