@@ -54,7 +54,7 @@ def look_node(node: str, config: str | None = None, act: bool = True) -> dict:
                     raise       # the task's retries
                 # the finding stays in NetBox; the run fails at its end, saying why
                 gpu_action = unreported = f"{node}: not reported to NVSentinel ({exc})"
-        elif act and look.gpus and not look.deferred_to and not look.critical:
+        elif act and look.gpus and not look.critical:     # one GPU's fault, bringup the owner
             gpu_action = rt.quarantine_gpus(node, look)
     finally:
         lc.release(node, me.holder)

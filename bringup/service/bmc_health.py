@@ -33,7 +33,7 @@ sitting at its caution threshold is one journal entry, not one per look.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
@@ -95,6 +95,15 @@ class When(_Strict):
         return re.search(str(self.value), text) is not None   # matches
 
 
+def named_only(when: list[When], known: Sequence[str], noun: str, where: str) -> list[When]:
+    """``when`` as a rule's validator returns it, when each condition names one of ``known``;
+    else the ValueError that says which do not and what ``where`` may name."""
+    bad = [w.field for w in when if w.field not in known]
+    if bad:
+        raise ValueError(f"unknown {noun}(s) {bad}; {where} may name {list(known)}")
+    return when
+
+
 class Override(_Strict):
     applies_to: Literal["sel", "sensor"]
     when: list[When] = Field(min_length=1)
@@ -104,11 +113,8 @@ class Override(_Strict):
     @field_validator("when")
     @classmethod
     def _fields(cls, v: list[When], info: Any) -> list[When]:
-        known = FIELDS.get(info.data.get("applies_to", ""), ())
-        bad = [w.field for w in v if w.field not in known]
-        if bad:
-            raise ValueError(f"unknown field(s) {bad}; a {info.data.get('applies_to')} override may name {list(known)}")
-        return v
+        return named_only(v, FIELDS.get(info.data.get("applies_to", ""), ()), "field",
+                          f"a {info.data.get('applies_to')} override")
 
 
 class BmcPolicy(_Strict):

@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bringup.resources import data_file
-from bringup.service.bmc_health import When
+from bringup.service.bmc_health import When, named_only
 from bringup.service.health import Signal
 from bringup.yamlio import load_model
 
@@ -43,9 +43,7 @@ class NodeRule(_Strict):
     @field_validator("when")
     @classmethod
     def _facts(cls, v: list[When]) -> list[When]:
-        bad = [w.field for w in v if w.field not in FACTS]
-        if bad:
-            raise ValueError(f"unknown fact(s) {bad}; a node_goes rule may name {list(FACTS)}")
+        named_only(v, FACTS, "fact", "a node_goes rule")
         bad_ops = [w.op for w in v if w.op in ("matches", "contains")]
         if bad_ops:
             raise ValueError(f"operator(s) {bad_ops} are for text; the facts are counts")

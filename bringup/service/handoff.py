@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bringup.kube.remediation import Request
 from bringup.resources import data_file
-from bringup.service.bmc_health import When
+from bringup.service.bmc_health import When, named_only
 from bringup.service.fault_report import ReportPolicy
 from bringup.yamlio import load_model
 
@@ -49,10 +49,7 @@ class Rule(BaseModel):
     @field_validator("when")
     @classmethod
     def _facts(cls, v: list[When]) -> list[When]:
-        bad = [w.field for w in v if w.field not in FACTS]
-        if bad:
-            raise ValueError(f"unknown fact(s) {bad}; a rule may name {list(FACTS)}")
-        return v
+        return named_only(v, FACTS, "fact", "a rule")
 
 
 class HandoffPolicy(BaseModel):

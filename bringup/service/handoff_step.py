@@ -1,15 +1,17 @@
-"""One pass of the NVSentinel hand-off on one request (issue #27, item 2): bringup, the site's
-external remediation system, takes the node NVSentinel released through its lifecycle and
-answers the request when the node is back or cannot be.
+"""The NVSentinel hand-off's I/O on one node (issue #27, item 2), both ways: bringup, the
+site's external remediation system, takes the node NVSentinel released through its
+lifecycle and answers the request (:func:`take`); and reports its own findings to NVSentinel
+as an ExternalFault instead of cordoning (:func:`report_fault`).
 
 An open request (NVSentinel released the node, nobody answered) not accepted yet is planned
 (:func:`bringup.service.handoff.plan`), acted on through the lifecycle (``reburnin``: the
 node enters draining with NVSentinel's words as its reason, tagged for re-burn-in, cordoned
-and tainted by bringup; ``reinstall``: a forced walk from planned, drained first), marked
-accepted on the ERR and journaled in NetBox. An accepted one is answered once the node's
-lifecycle says so (:func:`bringup.service.handoff.completion`): ``True`` when it serves
-again, ``False`` when bringup quarantined it; the answer is journaled too. The caller holds
-the node's lease.
+and tainted by bringup; ``reinstall``: a forced walk from planned, drained first;
+``inspection``: active -> inspection, cordoned and drained, no re-test), marked accepted on
+the ERR and journaled in NetBox. An accepted one is answered once the node's lifecycle says
+so (:func:`bringup.service.handoff.completion`): ``True`` when it serves again, ``False``
+when bringup quarantined it, nothing while it is in inspection; the answer is journaled
+too. The caller holds the node's lease.
 """
 
 from __future__ import annotations
