@@ -108,13 +108,37 @@ class PeakRss(threading.Thread):
 
 
 # --- one measured run (a child process of the bench) -------------------------------------------
+def start_workers(pool: str, names: list[str], home: Path, env: dict[str, str] | None = None) -> list[int]:
+    """Prefect process workers of ``pool`` (made if missing), one run at a time each,
+    polling every second; their pids, once all are online."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.exceptions import ObjectNotFound
+
+    from flows.batches import online_workers
+    from lab import procs
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_work_pool(pool)
+        except ObjectNotFound:
+            client.create_work_pool(WorkPoolCreate(name=pool, type="process"))
+    exe = Path(sys.executable).parent / "prefect"
+    pids = [procs.start(name, [str(exe), "worker", "start", "--pool", pool, "--type", "process", "--name", name,
+                               "--limit", "1"], run_dir=home / "run", log_dir=home / "logs",
+                        env={"PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_WORKER_PREFETCH_SECONDS": "2",
+                             "PREFECT_LOGGING_LEVEL": "WARNING", **(env or {})}, cwd=REPO)
+            for name in names]
+    procs.wait_until(lambda: online_workers(pool) >= len(names), timeout=120, what="bench workers",
+                     log=home / "logs" / f"{names[0]}.log")
+    return pids
+
+
 def child(n: int, workers: int, rack_size: int, durations: dict[str, float], trace: bool) -> None:
     from prefect.task_runners import ThreadPoolTaskRunner
 
     from bench.simflow import bench_batch
     from bench.simruntime import FileRecords, SimRuntime, node_name
     from flows import runtime
-    from flows.batches import online_workers
     from flows.commission import commission
     from flows.deploy import ensure_work_pools
     from flows.limits import ensure_limits
@@ -128,26 +152,11 @@ def child(n: int, workers: int, rack_size: int, durations: dict[str, float], tra
     ensure_limits({"os-installs": LIMITS["os-installs"], "bmc-sessions": LIMITS["bmc-sessions"]})
     ensure_limits({f"burnin-rack-r{r:03d}": LIMITS["burnin_per_rack"] for r in range(racks)})
     ensure_work_pools()
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.actions import WorkPoolCreate
-    from prefect.exceptions import ObjectNotFound
-    with get_client(sync_client=True) as client:
-        try:
-            client.read_work_pool(POOL)
-        except ObjectNotFound:
-            client.create_work_pool(WorkPoolCreate(name=POOL, type="process"))
     sim = {"home": str(home), "durations": durations, "trace": str(trace_dir) if trace else None}
     bench_batch.from_source(source=str(REPO), entrypoint="bench/simflow.py:bench_batch").deploy(
         name="bench", work_pool_name=POOL, parameters={"sim": sim}, print_next_steps=False)
-    exe = Path(sys.executable).parent / "prefect"
     names = [f"bench-worker-{i}" for i in range(1, workers + 1)]
-    pids = [procs.start(name, [str(exe), "worker", "start", "--pool", POOL, "--type", "process", "--name", name,
-                               "--limit", "1"], run_dir=home / "run", log_dir=home / "logs",
-                        env={"PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_WORKER_PREFETCH_SECONDS": "2",
-                             "PREFECT_LOGGING_LEVEL": "WARNING"}, cwd=REPO)
-            for name in names]
-    procs.wait_until(lambda: online_workers(POOL) >= workers, timeout=120, what="bench workers",
-                     log=home / "logs" / f"{names[0]}.log")
+    pids = start_workers(POOL, names, home)
     runtime.use(SimRuntime(**sim))
     rss = PeakRss([os.getpid(), *pids])
     rss.start()

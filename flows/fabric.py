@@ -111,7 +111,10 @@ def through_fabric(selected: list, first: list, params: dict, *, config: str | N
     again, keep = [], {}
     for s, w in zip(selected, first, strict=True):
         stage = w.report.stage
-        if s.name in recorded:
+        res = recorded.get(s.name)
+        if isinstance(res, StepResult) and res.state:   # where the recording moved it
+            stage = res.state
+        elif res is not None:
             stage = lc.state_of(s.name).value
         if parse_state(stage) in beyond and not w.controller_error and not w.skipped:
             again.append(s)

@@ -96,12 +96,18 @@ class SiteRuntime:
         from bringup.context import Context
         self.ctx = Context.from_settings(config)
         self._lifecycle: Lifecycle | None = None
+        self._build = threading.Lock()
 
     def lifecycle(self) -> Lifecycle:
-        if self._lifecycle is None:
-            from bringup.pipeline import lifecycle
-            self._lifecycle = lifecycle(self.ctx)
-        return self._lifecycle
+        """The one lifecycle of this runtime. Built under a lock: walks start side by side
+        on threads, and two engines would each keep half of the run's leases (a walk whose
+        steps asked the other engine read the node in full each step, and that engine's
+        fence knew nothing of the lease's renewals)."""
+        with self._build:
+            if self._lifecycle is None:
+                from bringup.pipeline import lifecycle
+                self._lifecycle = lifecycle(self.ctx)
+            return self._lifecycle
 
     def select(self, **selection: Any) -> list:
         from bringup.pipeline import select

@@ -142,7 +142,7 @@ def walk_node(node: str, rack: str, params: dict, *, config: str | None = None, 
             publish_node(report, results, prefix=prefix)
             return Walk(report, results, skipped=True)
         lease.enter_context(lc.renewer(node, me.holder, logger=log))
-        state = lc.begin_reburnin(node) if reburnin else lc.start(node, force=force)
+        state = lc.begin_reburnin(node, me.holder) if reburnin else lc.start(node, force=force, holder=me.holder)
         # a forced walk redoes destructive steps too (install reinstalls what the node runs)
         params = {**params, "force": True} if force else params
         if not path(state, target):

@@ -35,7 +35,8 @@ any other exception is a bug of ours (:class:`StepCrashed`): held, never quarant
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,7 @@ from bringup.errors import BringupError, ControllerFault, NetBoxUnavailable, Tra
 from bringup.lifecycle.leasing import UNREAD, Leasing
 from bringup.lifecycle.ports import Records, StepFn
 from bringup.lifecycle.results import NodeReport, StepResult
+from bringup.lifecycle.service_exits import ServiceExits
 from bringup.lifecycle.table import (
     ALLOWED,
     EXTRA_TRANSITIONS,
@@ -76,7 +78,7 @@ def _index(node: Any, fields: dict[str, Any]) -> dict[str, Any]:
 
 
 @dataclass
-class Lifecycle(Leasing):
+class Lifecycle(Leasing, ServiceExits):
     """The engine over :data:`TABLE`: runs a state's steps through ``steps`` (step name ->
     function; the real ones are in :mod:`bringup.pipeline`) and records every outcome in
     ``records``. ``on_quarantine`` isolates a node in the cluster (cordon and taint)."""
@@ -97,6 +99,9 @@ class Lifecycle(Leasing):
     _why: dict[str, str] = field(default_factory=dict, init=False, repr=False)
     #: where a result NetBox could not take waits for the next run (:class:`bringup.netbox.spool.Spool`)
     spool: Any = None
+    clock: Callable[[], float] = time.monotonic
+    #: node -> (record, when): the record NetBox last answered a write of it with, whole
+    _answered: dict[str, tuple[Any, float]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         missing = sorted(set(STEP_NAMES) - set(self.steps))
@@ -116,7 +121,7 @@ class Lifecycle(Leasing):
         handler = self.table.get(state)
         if handler is None:
             return []
-        node = self._leased.get((name, holder)) if holder is not None else None
+        node = self._held(name, holder)
         done = self._progress(node or self.records.node(name)).get(state.value, [])
         return [st for st in handler.steps if st.name not in done]
 
@@ -140,8 +145,13 @@ class Lifecycle(Leasing):
         # a walk that holds the node keeps the record it read when it took the lease, and
         # brings its changing part up to date with one small read, which the fence also
         # judges: a full read is several requests that each cost NetBox far more (issue #25)
-        node = self._leased.get((name, holder)) if holder is not None else None
-        lease_now = self.records.refresh(node) if node is not None else UNREAD
+        node = self._held(name, holder)
+        if node is None:
+            lease_now = UNREAD
+        elif self._current(node):   # NetBox answered this run's last write with it moments ago
+            lease_now = node.custom_fields.get(leases.FIELD)
+        else:
+            lease_now = self.records.refresh(node)
         node = node or self.records.node(name)
         current = parse_state(node.stage)
         if current != state:
@@ -203,7 +213,7 @@ class Lifecycle(Leasing):
         names = [s.name for s in handler.steps]
         if not result.ok:
             if fields:
-                self.records.write(node, fields=fields)
+                self._write(node, fields=fields)
             self.quarantine(node.name, state, result.reasons or [result.summary or f"{step} failed"])
             result.state = State.QUARANTINED.value
             return result
@@ -215,7 +225,7 @@ class Lifecycle(Leasing):
             prog = dict(index.get(PROGRESS) or {})
             prog = {state.value: [*prog.get(state.value, []), step]}
             fields["bringup_evidence"] = {**index, PROGRESS: prog}
-            self.records.write(node, fields=fields)
+            self._write(node, fields=fields)
             result.state = state.value
         return result
 
@@ -234,8 +244,8 @@ class Lifecycle(Leasing):
         if dst == State.ACTIVE:
             fields["bringup_reason"] = ""
             remove_tags = (*remove_tags, QUARANTINE_TAG, REBURNIN_TAG)
-        self.records.write(node, stage=dst.value, status=status, fields=fields, add_tags=add_tags,
-                           remove_tags=remove_tags)
+        self._write(node, stage=dst.value, status=status, fields=fields, add_tags=add_tags,
+                    remove_tags=remove_tags)
         log.info("%s: %s -> %s", node.name, src, dst)
 
     def quarantine(self, name: str, at: State, reasons: list[str]) -> None:
@@ -279,15 +289,16 @@ class Lifecycle(Leasing):
             fields: dict[str, Any] = {"bringup_reason": f"held in {node.stage}: {reason}"[:4000]}
             if evidence:
                 fields["bringup_evidence"] = self.records.put_evidence(node, list(evidence))
-            self.records.write(node, fields=fields)
+            self._write(node, fields=fields)
             self.records.journal(node, f"Held in state {node.stage}: {reason}", kind="warning")
         except BringupError as exc:  # NetBox itself may be what failed
             log.warning("%s: could not record why it is held (%s): %s", name, reason, exc)
 
-    def start(self, name: str, *, force: bool = False) -> State:
+    def start(self, name: str, *, force: bool = False, holder: str | None = None) -> State:
         """The state a run starts from. ``force`` restarts the node from planned, draining
-        it first when it serves (a forced rerun never burns in a node under load)."""
-        node = self.records.node(name)
+        it first when it serves (a forced rerun never burns in a node under load).
+        ``holder``: the lease this run just took (the record read with it is used)."""
+        node = self._held(name, holder) or self.records.node(name)
         state = parse_state(node.stage)
         if not force or state == State.PLANNED:
             return state
@@ -305,9 +316,10 @@ class Lifecycle(Leasing):
                              "inspection.\n", kind="info")
         return State.PLANNED
 
-    def begin_reburnin(self, name: str) -> State:
-        """An active node is due for re-burn-in: it enters draining (the drain is its step)."""
-        node = self.records.node(name)
+    def begin_reburnin(self, name: str, holder: str | None = None) -> State:
+        """An active node is due for re-burn-in: it enters draining (the drain is its step).
+        ``holder``: the lease this run just took (the record read with it is used)."""
+        node = self._held(name, holder) or self.records.node(name)
         state = parse_state(node.stage)
         if state != State.ACTIVE:
             return state
@@ -315,62 +327,6 @@ class Lifecycle(Leasing):
         # by the next reburnin run, which only takes tagged draining nodes
         self._transition(node, state, State.DRAINING, status="staged", add_tags=(REBURNIN_TAG,))
         return State.DRAINING
-
-    def repaired(self, name: str, note: str, by: str) -> State:
-        """An operator repaired a node in hardware inspection (``by`` who, ``note`` what): the
-        journal says so, the hardware verdict and the reason are cleared (the journal keeps
-        the old failure) and the node enters provisioned, from where a walk burns it in again
-        and runs the gate. Only a node in inspection, and one no other run holds."""
-        node = self.records.node(name)
-        state = parse_state(node.stage)
-        if state != State.INSPECTION:
-            raise LifecycleError(f"{name} is {state}, not inspection: only a node in hardware inspection is "
-                                 "marked repaired", hint="see the node's journal in NetBox for where it stands")
-        if not note.strip():
-            raise LifecycleError(f"say what was repaired on {name}", hint="e.g. --note 'GPU 3 replaced, RMA 1234'")
-        self._fence(node, None)
-        self.records.journal(node, f"## Repaired\n\nBy {by}: {note}\n\nThe hardware verdict is cleared; "
-                             "re-burn-in and the readiness gate follow (a failure returns the node to "
-                             "inspection).\n", kind="success")
-        self._transition(node, state, State.PROVISIONED, status="staged", remove_tags=(QUARANTINE_TAG,),
-                         fields={"bringup_reason": f"repaired by {by}: {note}; re-burn-in and gate next"[:4000],
-                                 "burnin_status": "pending", "burnin_summary": "", "burnin_last": None})
-        return State.PROVISIONED
-
-    def suspect(self, name: str, reasons: list[str], evidence: list[Any] = (), *, by: str = "health watch") -> State:
-        """A serving node showed a critical health signal (``by``: the health watch or a health
-        system that handed it over): draining with the reason, tagged for re-burn-in, evidence
-        journaled, cordoned and tainted (``on_quarantine``). A node not active is left as it is."""
-        return self._take_out(name, reasons, evidence, by, State.DRAINING, "taken out of service for re-burn-in")
-
-    def inspect(self, name: str, reasons: list[str], *, by: str) -> State:
-        """A serving node goes to hardware inspection without a re-test (``by``: a health system
-        that handed it over for a part to replace): cordoned, tainted and drained, NetBox failed;
-        :meth:`repaired` is the way out. A node not active is left as it is."""
-        return self._take_out(name, reasons, (), by, State.INSPECTION, "sent to hardware inspection")
-
-    def _take_out(self, name: str, reasons: list[str], evidence: Sequence[Any], by: str, dst: State,
-                  what: str) -> State:
-        node = self.records.node(name)
-        state = parse_state(node.stage)
-        if state != State.ACTIVE:
-            return state
-        reason = f"{by}: " + "; ".join(reasons)
-        fields: dict[str, Any] = {"bringup_reason": reason[:4000]}
-        if evidence:
-            fields["bringup_evidence"] = self.records.put_evidence(node, list(evidence))
-        inspection = dst == State.INSPECTION
-        self._transition(node, state, dst, status="failed" if inspection else "staged", fields=fields,
-                         add_tags=(QUARANTINE_TAG,) if inspection else (REBURNIN_TAG,))
-        try:
-            cluster = self.on_quarantine(node, reason)
-            if inspection and self.on_drain is not None:   # nothing runs on a node in inspection
-                cluster += f"; {self.on_drain(node)}"
-        except BringupError as exc:  # reconcile (inspection) or the drain step cordons it anyway
-            cluster = f"could not cordon and taint yet ({exc}); {'reconcile' if inspection else 'the drain step'} will"
-        self.records.journal(node, f"## {by[:1].upper()}{by[1:]}: {what}\n\n"
-                             + "\n".join(f"- {r}" for r in reasons) + f"\n\nKubernetes: {cluster}\n", kind="danger")
-        return dst
 
     def report(self, name: str, known: list[StepResult] | None = None) -> NodeReport:
         """The node's row of the fleet table, from NetBox; when NetBox cannot be read, from

@@ -29,6 +29,10 @@ from bringup.lifecycle.ports import Records
 from bringup.netbox import lease as leases
 
 log = logging.getLogger(__name__)
+#: how long a record NetBox answered this run's own write with counts as read now: the
+#: check before a step takes it instead of reading again (the check before a result is
+#: recorded always reads). A step that first waited longer for a slot reads.
+FRESH_S = 10.0
 #: the lease has not been read yet (``None`` is a lease NetBox holds as empty)
 UNREAD = object()
 
@@ -55,9 +59,32 @@ class Leasing:
     _tenancy: dict[tuple[str, str], leases.Tenancy]
     #: node -> why this process last stopped a walk of it (also when NetBox could not take it)
     _why: dict[str, str]
+    #: node -> (record, when): the record NetBox last answered a write of it with, whole
+    _answered: dict[str, tuple[Any, float]]
+    clock: Callable[[], float]
 
     def hold(self, name: str, reason: str, evidence: list[Any] = ()) -> None:  # the engine's
         raise NotImplementedError
+
+    # --- the record a walk holds -------------------------------------------------------------------
+    def _held(self, name: str, holder: str | None) -> Any:
+        """The record this run read when it took the node's lease (None without one): kept
+        up to date by the run's own reads and writes, it spares a full read per step."""
+        return self._leased.get((name, holder)) if holder is not None else None
+
+    def _write(self, node: Any, **change: Any) -> None:
+        """One write of the node's record; remembers when NetBox answered it with the whole
+        record (:data:`FRESH_S`)."""
+        if self.records.write(node, **change):
+            self._answered[node.name] = (node, self.clock())
+        else:
+            self._answered.pop(node.name, None)
+
+    def _current(self, node: Any) -> bool:
+        """Whether ``node`` (this object) is the record NetBox answered a write with, less
+        than :data:`FRESH_S` ago."""
+        seen = self._answered.get(node.name)
+        return seen is not None and seen[0] is node and self.clock() - seen[1] < FRESH_S
 
     # --- taking, renewing, giving back ------------------------------------------------------------
     def acquire(self, name: str, me: leases.Claimant, ttl: float = leases.TTL_S,

@@ -29,7 +29,7 @@ from bringup.errors import (
     NotFoundError,
 )
 from bringup.netbox import graphql
-from bringup.netbox.devices import DeviceState, NodeRecord  # importers find them here too
+from bringup.netbox.devices import DeviceState, NodeRecord, version_of  # importers find them here too
 from bringup.netbox.devices import choice_value as _value
 from bringup.netbox.devices import node_record as _record
 from bringup.netbox.http_retry import connect as connect  # importers find it here too
@@ -226,10 +226,13 @@ class NetBox:
     @_guard
     def update_node(self, node_id: int, *, status: str | None = None, stage: str | None = None,
                     fields: dict[str, Any] | None = None, add_tags: list[str] = (), remove_tags: list[str] = (),
-                    tags: list[str] | None = None) -> None:
+                    tags: list[str] | None = None) -> tuple[dict[str, Any], str] | None:
         """Set status, the bring-up stage and other custom fields of one device, in one PATCH
         (NetBox merges the custom fields sent into those it has). ``tags``: the device's
-        tags as the caller knows them; without them a change of tags reads the device first."""
+        tags as the caller knows them; without them a change of tags reads the device first.
+        Returns every custom field of the device as NetBox holds it after the write and the
+        device's new version (NetBox's answer; tests/fixtures/netbox/bulk-patch-netbox-4.7.json),
+        or None when the write sent no custom field or the answer is not one NetBox 4.7 gives."""
         cf = dict(fields or {})
         if stage:
             cf["bringup_stage"] = stage
@@ -246,8 +249,13 @@ class NetBox:
                 tags = [t.slug for t in dev.tags]
             now = (set(tags) | set(add_tags)) - set(remove_tags)
             body["tags"] = [{"slug": t} for t in sorted(now)]
-        if body:
-            self._write_device(node_id, body)
+        if not body:
+            return None
+        answer = self._write_device(node_id, body)
+        fields = answer.get("custom_fields")
+        if not cf or not isinstance(fields, dict):
+            return None
+        return {k: _value(v) for k, v in fields.items()}, version_of(answer.get("last_updated"))
 
     # --- one device's custom fields with its version: compare-and-swap (node leases) ---------
     def _raw(self, method: str, path: str, *, json: Any = None, params: dict[str, str] | None = None,
@@ -272,17 +280,26 @@ class NetBox:
         return self._raw(method, f"dcim/devices/{node_id}/", json=body, headers=headers,
                          params={"fields": ",".join(["id", *(body or read)])} if (body or read) else None)
 
-    def _write_device(self, node_id: int, body: dict[str, Any]) -> None:
+    def _write_device(self, node_id: int, body: dict[str, Any]) -> dict[str, Any]:
         """A bulk PATCH of one: NetBox finds the device by id alone, where a detail URL builds the
         device filter set first (99 against 219 ms of its CPU, bench/netbox_requests.py). A
-        conditional write stays on the detail URL, whose answer carries the new ETag."""
+        conditional write stays on the detail URL, whose answer carries the new ETag. Returns
+        the device as NetBox answered (the fields written), {} for an answer of another shape."""
+        # last_updated: the device's new version (read-only; every field written is in the list)
         resp = self._raw("PATCH", "dcim/devices/", json=[{"id": node_id, **body}],
-                         params={"fields": ",".join(["id", *body])}, allow=(400,))
+                         params={"fields": ",".join(["id", *body, "last_updated"])}, allow=(400,))
         if resp.status_code == 400 and "does not exist" in resp.text:
             # NetBox answers a bulk write naming a device it does not have with 400, not 404
             raise NotFoundError(f"device #{node_id} is gone from NetBox")
         if not resp.ok:
             raise_for_status(resp.status_code, resp.text)
+        try:
+            answer = resp.json()
+        except ValueError:
+            return {}
+        ok = isinstance(answer, list) and len(answer) == 1 and isinstance(answer[0], dict) \
+            and answer[0].get("id") == node_id
+        return answer[0] if ok else {}
 
     @_guard
     def device_fields(self, node_id: int) -> tuple[str, dict[str, Any]]:
@@ -308,16 +325,15 @@ class NetBox:
     @_guard
     def device_now(self, node_id: int) -> DeviceState:
         """What a run changes on a device, as NetBox holds it now, at the least cost to
-        NetBox (GraphQL where served): no version (``etag`` empty), so never the read a
-        conditional write is based on (that is :meth:`device_state`)."""
+        NetBox (GraphQL where served), with its version (from ``last_updated`` over GraphQL,
+        :func:`~bringup.netbox.devices.version_of`; "" when NetBox gave none)."""
         views = None if self._graphql is False else self._graphql_views(graphql.state_query(node_id))
         if views is None:
-            state = self.device_state(node_id)
-            return DeviceState(etag="", status=state.status, tags=state.tags, custom_fields=state.custom_fields)
+            return self.device_state(node_id)
         if not views:
             raise NotFoundError(f"device #{node_id} is gone from NetBox")
         v = views[0]
-        return DeviceState(etag="", status=v["status"], tags=v["tags"],
+        return DeviceState(etag=version_of(v.get("last_updated")), status=v["status"], tags=v["tags"],
                            custom_fields={k: _value(x) for k, x in v["custom_fields"].items()})
 
     @_guard

@@ -30,6 +30,9 @@ class NodeRecord:
     custom_fields: dict[str, Any]
     url: str
     tags: list[str]
+    #: the device's version as read with it (NetBox's ETag, :func:`version_of`); "" unknown.
+    #: A lease's compare-and-swap tries it before reading the version again
+    version: str = ""
 
 
 @dataclass
@@ -40,6 +43,17 @@ class DeviceState:
     status: str
     tags: list[str]
     custom_fields: dict[str, Any]
+
+
+def version_of(last_updated: Any) -> str:
+    """NetBox's ETag of an object from its ``last_updated`` as an answer gives it: NetBox
+    4.6+ derives the weak ETag from it (``W/"<isoformat>"``; GraphQL gives the isoformat,
+    REST the same with ``Z`` for ``+00:00``; tests/fixtures/netbox/etag-netbox-4.7.json).
+    "" when there is none. A wrong guess costs one refused write (412) and a read."""
+    if not isinstance(last_updated, str) or not last_updated.strip():
+        return ""
+    ts = last_updated.strip()
+    return f'W/"{ts[:-1] + "+00:00" if ts.endswith("Z") else ts}"'
 
 
 def choice_value(v: Any) -> Any:
@@ -57,4 +71,4 @@ def node_record(view: dict[str, Any]) -> NodeRecord:
         stage=choice_value(cf.get("bringup_stage")) or "planned", sku=sku_from_context(ctx, view["name"]),
         pool=ctx.get("bringup_pool", {}), macs=view["macs"], bmc_address=view["bmc_address"],
         address=view["address"], serial=view["serial"], custom_fields={k: choice_value(v) for k, v in cf.items()},
-        url=view["url"], tags=view["tags"])
+        url=view["url"], tags=view["tags"], version=version_of(view.get("last_updated")))

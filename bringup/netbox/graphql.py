@@ -35,7 +35,7 @@ from typing import Any
 
 from bringup.errors import NetBoxRequestError
 
-DEVICE_FIELDS = ("id name serial status custom_fields config_context site { slug } rack { name } "
+DEVICE_FIELDS = ("id name serial status custom_fields config_context last_updated site { slug } rack { name } "
                  "tags { slug } oob_ip { address } primary_ip4 { address }")
 INTERFACE_FIELDS = "interfaces { name primary_mac_address { mac_address } }"
 #: devices asked for per page (NetBox may answer fewer: its MAX_PAGE_SIZE caps it)
@@ -84,8 +84,9 @@ def next_start(page: list[dict[str, Any]], seen: set[str], names: list[str] | No
 
 
 def state_query(node_id: int) -> tuple[str, dict[str, Any]]:
-    """One device's status, tags and custom fields (no version: never for a conditional write)."""
-    query = "query($id: ID!) { device_list(filters: {id: {exact: $id}}) { id status custom_fields tags { slug } } }"
+    """One device's status, tags and custom fields, with ``last_updated`` (its version)."""
+    query = ("query($id: ID!) { device_list(filters: {id: {exact: $id}}) "
+             "{ id status custom_fields last_updated tags { slug } } }")
     return query, {"id": str(node_id)}
 
 
@@ -143,4 +144,5 @@ def device_view(doc: dict[str, Any], web_base: str) -> dict[str, Any]:
             "serial": str(doc.get("serial") or ""),
             "tags": [str(t.get("slug")) for t in doc.get("tags") or [] if isinstance(t, dict)],
             "bmc_address": _address(doc.get("oob_ip")), "address": _address(doc.get("primary_ip4")),
-            "url": f"{web_base.rstrip('/')}/dcim/devices/{node_id}/", "macs": macs}
+            "url": f"{web_base.rstrip('/')}/dcim/devices/{node_id}/", "macs": macs,
+            "last_updated": doc.get("last_updated")}

@@ -68,9 +68,11 @@ class NetBoxRecords(leases.LeaseOps):
 
     def write(self, node: NodeRecord, *, stage: str | None = None, status: str | None = None,
               fields: dict[str, Any] | None = None, add_tags: tuple[str, ...] = (),
-              remove_tags: tuple[str, ...] = ()) -> None:
-        self._retry(self.ctx.netbox.update_node, node.id, stage=stage, status=status, fields=fields,
-                    add_tags=list(add_tags), remove_tags=list(remove_tags), tags=getattr(node, "tags", None))
+              remove_tags: tuple[str, ...] = ()) -> bool:
+        """One PATCH. Returns True when ``node`` now holds every custom field as NetBox
+        answered the write (its lease included: as current as a read would be)."""
+        after = self._retry(self.ctx.netbox.update_node, node.id, stage=stage, status=status, fields=fields,
+                            add_tags=list(add_tags), remove_tags=list(remove_tags), tags=getattr(node, "tags", None))
         # keep the in-memory record in step with what NetBox now holds
         node.custom_fields.update(fields or {})
         if stage:
@@ -80,6 +82,13 @@ class NetBoxRecords(leases.LeaseOps):
             node.status = status
         if add_tags or remove_tags:
             node.tags = sorted((set(getattr(node, "tags", ())) | set(add_tags)) - set(remove_tags))
+        if after is None:
+            return False
+        fields_now, version = after
+        node.custom_fields = dict(fields_now)
+        node.stage = str(fields_now.get("bringup_stage") or node.stage)
+        node.version = version   # after the fields: see _cas
+        return True
 
     def refresh(self, node: NodeRecord) -> Any:
         """Bring ``node``'s changing part (stage, custom fields, status, tags) up to what
@@ -89,18 +98,31 @@ class NetBoxRecords(leases.LeaseOps):
         node.custom_fields = dict(state.custom_fields)
         node.stage = str(state.custom_fields.get("bringup_stage") or "planned")
         node.status, node.tags = state.status, list(state.tags)
+        node.version = state.etag   # after the fields: see _cas
         return state.custom_fields.get(leases.FIELD)
 
     # --- the node's lease: each change a compare-and-swap on the device's version --------
     def _cas(self, node: NodeRecord, change):
+        """The first try writes on the version this process last saw with the record (its
+        read, its last write's answer): NetBox refuses it (412) if anyone wrote since, and
+        then the lease is read again with its version. Each setter stores the fields before
+        the version and this reads the version first, so a version always comes with
+        fields at least as new: a stale pair can only be refused, never written on."""
         nb = self.ctx.netbox
+        known = [getattr(node, "version", "")]
 
         def read():
+            if known[0]:
+                version, known[0] = known[0], ""
+                return version, node.custom_fields.get(leases.FIELD)
             etag, fields = self._retry(nb.device_fields, node.id)
             return etag, fields.get(leases.FIELD)
 
         def write(etag, new):
-            return self._retry(nb.set_fields_if_match, node.id, {leases.FIELD: new}, etag)
+            version = self._retry(nb.set_fields_if_match, node.id, {leases.FIELD: new}, etag)
+            node.custom_fields[leases.FIELD] = new   # one key, in place: the walk's thread writes the rest
+            node.version = version
+            return version
         return leases.cas(read, write, change)
 
     def lease(self, node: NodeRecord) -> Any:

@@ -10,6 +10,7 @@ import pytest
 from lifecycle_fakes import MemoryRecords
 
 from bringup.lifecycle.engine import STEP_NAMES, Lifecycle, State
+from bringup.lifecycle.leasing import FRESH_S
 from bringup.lifecycle.results import StepResult
 from bringup.netbox.lease import Claimant, LeaseLost
 
@@ -92,3 +93,74 @@ def test_a_lease_taken_over_between_steps_stops_the_walk_from_the_small_read():
     with pytest.raises(LeaseLost, match="run-b"):
         lc.run_step("n1", State.DISCOVERED, "firmware", holder=A.holder)
     assert rec.nodes["n1"].stage == "discovered"   # nothing recorded by the run that lost it
+
+
+class AnsweringRecords(CountingRecords):
+    """As NetBox 4.7 answers a device PATCH: with every custom field as it now holds them
+    (tests/fixtures/netbox/bulk-patch-netbox-4.7.json), so the written record is current."""
+
+    def write(self, node, **change) -> bool:
+        super().write(node, **change)
+        n = self.nodes[node.name]
+        node.custom_fields, node.stage = dict(n.custom_fields), n.stage
+        return True
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_a_step_right_after_the_runs_own_answered_write_takes_the_answer_for_a_read():
+    """The record NetBox answered the last step's write with is as current as a read made
+    then: the next step's first check takes it (one read a step fewer, issue #25); the check
+    before each result is recorded still reads."""
+    rec = AnsweringRecords("n1")
+    clock = Clock()
+    lc = Lifecycle(steps=steps([]), records=rec, clock=clock)
+    assert lc.acquire("n1", A) is None
+    ran = walk(lc, "n1", A.holder)
+    assert rec.nodes["n1"].stage == "active"
+    # the first step reads (nothing written yet); every later one only before its record
+    assert rec.refreshes == len(ran) + 1
+
+
+def test_an_answer_older_than_fresh_s_is_read_again():
+    rec = AnsweringRecords("n1")
+    clock = Clock()
+    lc = Lifecycle(steps=steps([]), records=rec, clock=clock)
+    assert lc.acquire("n1", A) is None
+    lc.run_step("n1", State.PLANNED, "discover", holder=A.holder)
+    before = rec.refreshes
+    clock.t += FRESH_S          # the next step waited that long for a slot
+    lc.run_step("n1", State.DISCOVERED, "firmware", holder=A.holder)
+    assert rec.refreshes == before + 2
+
+
+def test_a_lease_cleared_right_after_an_answered_write_still_stops_the_record():
+    """The check before recording always reads: a lease cleared by hand (and taken by
+    another run) moments after the last write is seen before anything is recorded."""
+    rec = AnsweringRecords("n1")
+    lc = Lifecycle(steps=steps([]), records=rec, clock=Clock())
+    assert lc.acquire("n1", A) is None
+    lc.run_step("n1", State.PLANNED, "discover", holder=A.holder)
+    rec.nodes["n1"].custom_fields["bringup_lease"] = None
+    assert lc.acquire("n1", B) is None
+    writes = len(rec.writes)
+    with pytest.raises(LeaseLost, match="run-b"):
+        lc.run_step("n1", State.DISCOVERED, "firmware", holder=A.holder)
+    assert len(rec.writes) == writes and rec.nodes["n1"].stage == "discovered"
+
+
+def test_start_uses_the_record_read_with_the_lease():
+    rec = CountingRecords("n1")
+    lc = Lifecycle(steps=steps([]), records=rec)
+    assert lc.acquire("n1", A) is None
+    reads = rec.full_reads
+    assert lc.start("n1", holder=A.holder) == State.PLANNED
+    assert lc.begin_reburnin("n1", A.holder) == State.PLANNED
+    assert rec.full_reads == reads
+    assert lc.start("n1") == State.PLANNED and rec.full_reads == reads + 1   # no lease: a read

@@ -5,6 +5,8 @@ step that compares them."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -19,7 +21,8 @@ class Device:
     what is serialized *and* what a write accepts (a field left out is dropped silently)."""
 
     def __init__(self) -> None:
-        self.doc = {"id": 7, "status": "planned", "tags": ["pool-a"], "custom_fields": {"bringup_stage": "planned"}}
+        self.doc = {"id": 7, "status": "planned", "tags": ["pool-a"], "custom_fields": {"bringup_stage": "planned"},
+                    "last_updated": "2026-12-07T00:56:15.393642Z"}
         self.sent: list[tuple[str, dict | None, dict | None]] = []
         self.base_url, self.token, self.http_session = "http://nb.test/api", "nbt_abc.secret", self
         self.dcim = SimpleNamespace(devices=SimpleNamespace(get=self._get))
@@ -49,6 +52,9 @@ class Device:
                     self.doc[key] = value
         out = {k: v for k, v in self.doc.items() if not wanted or k in wanted}
         out = {**out, "tags": [{"slug": t} for t in out.get("tags", [])]} if "tags" in out else out
+        if bulk:   # NetBox answers a bulk write with the list of objects written
+            answer = [out]
+            return SimpleNamespace(ok=True, status_code=200, headers={}, text="", json=lambda: answer)
         return SimpleNamespace(ok=True, status_code=200, headers={"ETag": 'W/"v1"'}, text="", json=lambda: out)
 
 
@@ -60,7 +66,8 @@ def test_a_write_is_one_patch_that_netbox_takes_whole():
     assert [m for m, _, _ in dev.sent] == ["PATCH(list)"]
     (_, params, (body,)) = dev.sent[0]
     assert body["id"] == 7
-    assert set(params["fields"].split(",")) == set(body)   # every field sent is one NetBox accepts
+    # every field sent is one NetBox accepts; and the device's new version comes back
+    assert set(params["fields"].split(",")) == set(body) | {"last_updated"}
     assert dev.doc["status"] == "staged" and dev.doc["tags"] == ["pool-a", "reburnin"]
     assert dev.doc["custom_fields"] == {"bringup_stage": "discovered", "bringup_reason": "x"}
 
@@ -124,3 +131,40 @@ def test_a_node_read_without_macs_skips_the_interfaces_and_says_so():
     (rec,) = NetBox(api, graphql=False).nodes(names=["n1"], macs=True)
     assert rec.macs == {"cx0": "02:00:00:00:00:0a"}
     assert NetBox(api).macs(7) == {"cx0": "02:00:00:00:00:0a"}
+
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "netbox" / "bulk-patch-netbox-4.7.json"
+
+
+def test_a_write_returns_every_custom_field_as_netbox_answered():
+    dev = Device()
+    dev.doc["custom_fields"]["bringup_lease"] = {"holder": "run-a"}
+    fields, version = NetBox(dev).update_node(7, stage="discovered", fields={"bringup_reason": "x"})
+    assert fields == {"bringup_stage": "discovered", "bringup_reason": "x", "bringup_lease": {"holder": "run-a"}}
+    assert version == 'W/"2026-12-07T00:56:15.393642+00:00"'   # NetBox's ETag of that last_updated
+
+
+def test_a_write_of_no_custom_field_returns_none():
+    assert NetBox(Device()).update_node(7, status="staged") is None
+
+
+def test_netbox_47s_answer_is_read_with_its_choice_fields_flattened():
+    """The answer as NetBox 4.7.3 gave it (select fields as value and label)."""
+    doc = json.loads(FIXTURE.read_text())
+    dev = Device()
+    dev.request = lambda *a, **k: SimpleNamespace(ok=True, status_code=200, headers={}, text="",
+                                                  json=lambda: doc["response"])
+    after, version = NetBox(dev).update_node(3, fields={"bringup_reason": "held in planned: example"})
+    assert after["bringup_stage"] == "planned" and after["burnin_status"] == "pending"
+    assert after["bringup_reason"] == "held in planned: example" and "bringup_lease" in after
+    stamp = doc["response"][0]["last_updated"]
+    assert stamp.endswith("Z") and version == f'W/"{stamp[:-1]}+00:00"'
+
+
+@pytest.mark.parametrize("answer", [{}, [], [{"id": 8, "custom_fields": {}}], [{"id": 3}], "ok", [1, 2]])
+def test_an_answer_of_another_shape_is_unknown_not_current(answer):
+    """Whatever NetBox answers that is not the device written, with its fields, tells
+    nothing about what it holds: the caller reads as before."""
+    dev = Device()
+    dev.request = lambda *a, **k: SimpleNamespace(ok=True, status_code=200, headers={}, text="", json=lambda: answer)
+    assert NetBox(dev).update_node(3, fields={"bringup_reason": "x"}) is None

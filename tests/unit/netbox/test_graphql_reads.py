@@ -13,6 +13,7 @@ import pytest
 from bringup.errors import NetBoxRequestError, NetBoxUnavailable, NotFoundError
 from bringup.netbox import graphql
 from bringup.netbox.adapter import NetBox
+from bringup.netbox.devices import version_of
 from bringup.sku import load_skus
 
 REC = json.loads((Path(__file__).parents[2] / "fixtures" / "netbox" / "graphql-netbox-4.7.json").read_text())
@@ -100,13 +101,13 @@ def test_a_query_this_netbox_refuses_falls_back_to_rest_once_but_is_transient_af
         nb.nodes()
 
 
-def test_a_device_now_is_one_small_query_without_a_version():
+def test_a_device_now_is_one_small_query_with_its_version():
     rec = REC["state_query"]
     api = Api((rec["status"], rec["answer"]))
     state = NetBox(api).device_now(7)
     doc = rec["answer"]["data"]["device_list"][0]
     assert api.posts == [{"query": rec["query"], "variables": rec["variables"]}]
-    assert state.etag == ""   # never the base of a conditional write
+    assert state.etag == f'W/"{doc["last_updated"]}"'   # NetBox's ETag of it (etag-netbox-4.7.json)
     assert state.status == doc["status"] and state.tags == [t["slug"] for t in doc["tags"]]
     assert state.custom_fields["bringup_stage"] == doc["custom_fields"]["bringup_stage"]["value"]
 
@@ -163,3 +164,25 @@ def test_nodes_come_in_the_order_the_rest_api_lists_them():
     page = [_dev(1, name="gpu-r01-n10"), _dev(2, name="gpu-r02-n01"), _dev(3, name="gpu-r01-n9")]
     api = Api((200, {"data": {"device_list": page}}), (200, {"data": {"device_list": []}}))
     assert [n.name for n in NetBox(api).nodes()] == ["gpu-r01-n9", "gpu-r01-n10", "gpu-r02-n01"]
+
+
+ETAGS = json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "netbox" / "etag-netbox-4.7.json").read_text())
+
+
+def test_the_version_is_netboxs_etag_from_either_answer():
+    """NetBox 4.7 gave this ETag header for the device whose last_updated REST and GraphQL
+    gave as recorded: the version made from either is the header."""
+    (row,) = ETAGS["graphql_answer"]["data"]["device_list"]
+    assert version_of(row["last_updated"]) == ETAGS["etag_header"]
+    assert version_of(ETAGS["rest_body"]["last_updated"]) == ETAGS["etag_header"]
+
+
+@pytest.mark.parametrize("stamp", [None, "", "  ", 17, {"x": 1}])
+def test_no_usable_last_updated_is_no_version(stamp):
+    assert version_of(stamp) == ""
+
+
+def test_a_node_read_carries_its_version():
+    rec = REC["nodes_query"]
+    (node,) = NetBox(Api((rec["status"], rec["answer"]))).nodes(site="lab-east", names=["gpu-r02-n01"], macs=True)
+    assert node.version == f'W/"{rec["answer"]["data"]["device_list"][0]["last_updated"]}"'

@@ -191,7 +191,7 @@ def test_adapter_refuses_to_work_without_an_etag():
 def test_netbox_records_claim_rereads_after_a_412_and_sees_the_rival():
     api = FakeDeviceAPI()
     records = NetBoxRecords(SimpleNamespace(netbox=NetBox(api)), outage_s=0)
-    node = SimpleNamespace(id=7, name="n1")
+    node = SimpleNamespace(id=7, name="n1", custom_fields={})
 
     def rival():  # B's claim lands between A's read and A's write
         api.between = None
@@ -205,9 +205,24 @@ def test_netbox_records_claim_rereads_after_a_412_and_sees_the_rival():
     api.fields["bringup_lease"] = lease_of(B, expires_in=-1, at=leases.utcnow())
     assert records.claim(node, A, 300) is None
     assert records.lease(node)["holder"] == A.holder
+    sent = len(api.sent)
     assert records.renew(node, A.holder, 300) is None
     records.release(node, A.holder)
+    # each on the version its predecessor's answer gave: one PATCH each, no read first
+    assert [m for m, *_ in api.sent[sent:]] == ["PATCH", "PATCH"]
     assert records.lease(node) is None
+
+
+def test_a_stale_known_version_is_refused_and_read_again():
+    """The version kept with the record is only a first try: someone wrote since, NetBox
+    refuses it (412), and the lease is read again with its version."""
+    api = FakeDeviceAPI()
+    records = NetBoxRecords(SimpleNamespace(netbox=NetBox(api)), outage_s=0)
+    node = SimpleNamespace(id=7, name="n1", custom_fields={}, version='W/"v-old"')
+    api.fields["bringup_lease"] = lease_of(B, expires_in=3600, at=leases.utcnow())
+    held = records.claim(node, A, 300)
+    assert isinstance(held, LeaseHeld) and held.run == "run-b"   # decided on what NetBox holds
+    assert [m for m, *_ in api.sent] == ["PATCH", "GET"]
 
 
 # --- the lifecycle's fence -------------------------------------------------------------------------
