@@ -152,11 +152,11 @@ def child(n: int, workers: int, rack_size: int, durations: dict[str, float], tra
     ensure_limits({"os-installs": LIMITS["os-installs"], "bmc-sessions": LIMITS["bmc-sessions"]})
     ensure_limits({f"burnin-rack-r{r:03d}": LIMITS["burnin_per_rack"] for r in range(racks)})
     ensure_work_pools()
+    names = [f"bench-worker-{i}" for i in range(1, workers + 1)]
+    pids = start_workers(POOL, names, home)   # makes the work pool the deployment names
     sim = {"home": str(home), "durations": durations, "trace": str(trace_dir) if trace else None}
     bench_batch.from_source(source=str(REPO), entrypoint="bench/simflow.py:bench_batch").deploy(
         name="bench", work_pool_name=POOL, parameters={"sim": sim}, print_next_steps=False)
-    names = [f"bench-worker-{i}" for i in range(1, workers + 1)]
-    pids = start_workers(POOL, names, home)
     runtime.use(SimRuntime(**sim))
     rss = PeakRss([os.getpid(), *pids])
     rss.start()

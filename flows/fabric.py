@@ -22,7 +22,7 @@ from bringup.errors import BringupError
 from bringup.lifecycle.engine import PATH, TABLE, State, parse_state
 from bringup.lifecycle.results import StepResult
 
-from . import runtime
+from . import kept_leases, runtime
 from .artifacts import _key, publish_node
 
 PLAIN: dict[str, Any] = {"persist_result": False}
@@ -69,7 +69,11 @@ def fabric_test(names: list[str], count: int, params: dict, config: str | None =
     except Exception as exc:  # noqa: BLE001 - the server's trouble: NetBox keeps every result
         log.warning("could not publish the fabric pair matrix: %s", exc)
     errors: list[str] = []
+    from .walk import claimant
+    me = claimant().holder
     for n in names:
+        # recorded under the lease the node's walk kept for the test (flows.kept_leases)
+        holder = me if kept_leases.holds(n, me) else None
         doc = docs.get(n) or {"verdict": "unknown", "reasons": [f"{n}: the fabric test returned nothing for it"]}
         if doc.get("verdict") not in ("pass", "fail"):
             lc.hold(n, held_reason(doc), evidence=[held_evidence(doc)])
@@ -77,7 +81,7 @@ def fabric_test(names: list[str], count: int, params: dict, config: str | None =
             log.warning("%s: %s", n, out[n])
             continue
         try:
-            res = lc.run_step(n, State.FABRIC.value, "fabric", params={**params, "fabric": doc})
+            res = lc.run_step(n, State.FABRIC.value, "fabric", params={**params, "fabric": doc}, holder=holder)
         except BringupError as exc:
             lc.hold(n, f"fabric: {exc}")
             out[n] = f"fabric: {exc}"

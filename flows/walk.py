@@ -30,7 +30,7 @@ from bringup.lifecycle.results import NodeReport, StepResult, interleave_by
 from bringup.netbox.lease import Claimant, LeaseHeld
 from bringup.netbox.request_count import COUNT, since
 
-from . import runtime
+from . import kept_leases, runtime
 from .artifacts import publish_fleet, publish_node, publish_report, publish_requests
 from .limits import BMC_LIMIT, INSTALL_LIMIT, burnin_limit, drain_releases, ensure_rack_limits, slot
 from .orchestrator import talking_to_prefect, translated
@@ -126,45 +126,59 @@ class Walk:
 @task(name="node", task_run_name="{node}", **PLAIN)
 def walk_node(node: str, rack: str, params: dict, *, config: str | None = None, force: bool = False,
               until: str = State.ACTIVE.value, prefix: str = "commission", order: int = 0,
-              reburnin: bool = False) -> Walk:
+              reburnin: bool = False, keep: bool = False) -> Walk:
+    """``keep``: a walk that ends in ``fabric`` keeps the node's lease for the run's fabric
+    test and the walk after it (flows.kept_leases); a walk takes over a lease kept for it."""
     log = get_run_logger()
     lc = runtime.get(config).lifecycle()
     target = State(until)
     results: list[StepResult] = []
     controller_error = ""
     me = claimant()
-    lease = ExitStack()  # the node's lease: renewed while the node walks, given back at the end
+    keep = keep and not me.run.startswith("local-")   # only a flow run's holder is the same next leg
+    # the node's lease: renewed while the node walks, given back at the end (or kept)
+    lease = kept_leases.take(node, me.holder)
+    kept = False
     try:
-        held = lc.acquire(node, me, ended=run_ended)
-        if held is not None:
-            report = skipped(lc, node, held, force)
-            log.warning("%s", report.reasons[0])
-            publish_node(report, results, prefix=prefix)
-            return Walk(report, results, skipped=True)
-        lease.enter_context(lc.renewer(node, me.holder, logger=log))
-        state = lc.begin_reburnin(node, me.holder) if reburnin else lc.start(node, force=force, holder=me.holder)
-        # a forced walk redoes destructive steps too (install reinstalls what the node runs)
-        params = {**params, "force": True} if force else params
-        if not path(state, target):
-            log.info("%s is %s: nothing to do%s", node, state, "" if force else " (force=True to redo)")
-        while path(state, target):   # never past the target, never towards one behind the node
-            before = state
-            for st in lc.pending_steps(node, state, holder=me.holder):
-                res = run_step(node, rack, state.value, st.name, params, config=config, order=order,
-                               holder=me.holder)
-                results.append(res)
-                state = parse_state(res.state)
-                if state != before:   # the handler finished: moved on, or quarantined
+        try:
+            if lease is None:
+                lease = ExitStack()
+                held = lc.acquire(node, me, ended=run_ended)
+                if held is not None:
+                    report = skipped(lc, node, held, force)
+                    log.warning("%s", report.reasons[0])
+                    publish_node(report, results, prefix=prefix)
+                    return Walk(report, results, skipped=True)
+                lease.enter_context(lc.renewer(node, me.holder, logger=log))
+            state = (lc.begin_reburnin(node, me.holder) if reburnin
+                     else lc.start(node, force=force, holder=me.holder))
+            # a forced walk redoes destructive steps too (install reinstalls what the node runs)
+            params = {**params, "force": True} if force else params
+            if not path(state, target):
+                log.info("%s is %s: nothing to do%s", node, state, "" if force else " (force=True to redo)")
+            while path(state, target):   # never past the target, never towards one behind the node
+                before = state
+                for st in lc.pending_steps(node, state, holder=me.holder):
+                    res = run_step(node, rack, state.value, st.name, params, config=config, order=order,
+                                   holder=me.holder)
+                    results.append(res)
+                    state = parse_state(res.state)
+                    if state != before:   # the handler finished: moved on, or quarantined
+                        break
+                if state == before:
                     break
-            if state == before:
-                break
-    except httpx.HTTPError as exc:  # the engine's own calls to a lost Prefect server
-        controller_error = stopped(lc, node, translated(exc, f"{node}: orchestrating its steps"), log)
-    except BringupError as exc:
-        controller_error = stopped(lc, node, exc, log)
+        except httpx.HTTPError as exc:  # the engine's own calls to a lost Prefect server
+            controller_error = stopped(lc, node, translated(exc, f"{node}: orchestrating its steps"), log)
+        except BringupError as exc:
+            controller_error = stopped(lc, node, exc, log)
+        # NetBox down: what this walk saw, marked as such
+        report = lc.report(node, known=results, holder=me.holder)
+        if keep and report.stage == State.FABRIC.value and not controller_error:
+            kept_leases.keep(node, me.holder, lease)   # the fabric test and the next leg are this run's
+            kept = True
     finally:
-        lease.close()
-    report = lc.report(node, known=results)  # NetBox down: what this walk saw, marked as such
+        if lease is not None and not kept:
+            lease.close()
     report.rack = report.rack or rack
     publish_node(report, results, prefix=prefix)
     return Walk(report, results, controller_error)
@@ -202,17 +216,22 @@ def fan_out(selected, params: dict, *, config: str | None = None, force: bool = 
     sent_before = COUNT.snapshot()
 
     def walk(nodes: list, to: str, first: bool) -> list[Walk]:
-        # force and re-burn-in start a node's walk over: only the first leg of a run does
+        # force and re-burn-in start a node's walk over: only the first leg of a run does;
+        # the first leg of a walk through the fabric test keeps each waiting node's lease
+        keep = first and to == State.FABRIC.value
         futures = [walk_node.submit(s.name, s.rack, params, config=config, force=force and first, until=to,
-                                    prefix=prefix, order=i, reburnin=reburnin and first)
+                                    prefix=prefix, order=i, reburnin=reburnin and first, keep=keep)
                    for i, s in enumerate(nodes)]
         return [f.result() for f in futures]
 
     if crosses_fabric(until):
         # the fabric test is the pool's: every node walks to it, the pools test, then on
-        first = walk(selected, State.FABRIC.value, True)
-        walks = through_fabric(selected, first, params, config=config, prefix=prefix,
-                               walk_rest=lambda nodes: walk(nodes, until, False))
+        try:
+            first = walk(selected, State.FABRIC.value, True)
+            walks = through_fabric(selected, first, params, config=config, prefix=prefix,
+                                   walk_rest=lambda nodes: walk(nodes, until, False))
+        finally:   # the leases of nodes that did not walk on (failed or held in the test)
+            kept_leases.release([s.name for s in selected])
     else:
         walks = walk(selected, until, True)
     reports = [w.report for w in walks]

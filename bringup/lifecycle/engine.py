@@ -328,11 +328,14 @@ class Lifecycle(Leasing, ServiceExits):
         self._transition(node, state, State.DRAINING, status="staged", add_tags=(REBURNIN_TAG,))
         return State.DRAINING
 
-    def report(self, name: str, known: list[StepResult] | None = None) -> NodeReport:
+    def report(self, name: str, known: list[StepResult] | None = None, holder: str | None = None) -> NodeReport:
         """The node's row of the fleet table, from NetBox; when NetBox cannot be read, from
-        what this run saw of it (``known``: its step results), marked as such."""
+        what this run saw of it (``known``: its step results), marked as such. ``holder``:
+        the lease this run holds; the record NetBox answered the run's last write of the
+        node with moments ago is then the row's source instead of a new read."""
+        held = self._held(name, holder)
         try:
-            node = self.records.node(name)
+            node = held if held is not None and self._current(held) else self.records.node(name)
         except BringupError as exc:
             if known is None:
                 raise

@@ -142,3 +142,42 @@ def test_the_engine_losing_the_server_between_steps_holds_the_node_too(fleet, mo
     reason = fleet.rec.nodes["n1"].custom_fields["bringup_reason"]
     assert "Prefect server unreachable" in reason and "orchestrating its steps" in reason, reason
     assert w.controller_error and w.report.verdict != "admitted"
+
+
+def test_a_walk_to_the_fabric_test_keeps_its_lease_for_the_test_and_the_next_leg(fleet):
+    """Through the pools' fabric test the node stays the run's: the first leg keeps its
+    lease (renewer and all), the test's share is recorded under it, the second leg takes
+    it over; one claim and one release for the whole walk (issue #25)."""
+    from bringup.fabric.fabric_step import fabric as fabric_step
+    from flows import kept_leases
+    claims = []
+    cas = fleet.rec._cas
+    fleet.rec._cas = lambda node, change: (claims.append(node.name), cas(node, change))[1]
+    first = fleet.go(A, until="fabric", keep=True)
+    assert first.report.stage == "fabric" and kept_leases.holds("n1", A.holder)
+    assert fleet.rec.lease(fleet.rec.node("n1"))["holder"] == A.holder     # still the run's, not given back
+    assert len(claims) == 1
+    fleet.lc.steps["fabric"] = lambda node, params: fabric_step(None, node, params)
+    doc = {"verdict": "pass", "reasons": [], "links": [], "blamed": [], "pairs": []}
+    fleet.lc.run_step("n1", "fabric", "fabric", {"fabric": doc}, holder=A.holder)   # as flows.fabric records it
+    second = fleet.go(A)
+    assert second.report.verdict == "admitted" and not kept_leases.holds("n1", A.holder)
+    assert fleet.rec.lease(fleet.rec.node("n1")) is None       # given back once, at the end
+    assert len(claims) == 2                                     # the claim, the release: no second claim
+
+
+def test_a_kept_lease_the_run_does_not_walk_on_is_given_back(fleet):
+    from flows import kept_leases
+    fleet.go(A, until="fabric", keep=True)
+    assert kept_leases.release(["n1"]) == 1
+    assert fleet.rec.lease(fleet.rec.node("n1")) is None and not kept_leases.holds("n1", A.holder)
+
+
+def test_a_walk_outside_a_flow_run_keeps_nothing(fleet):
+    """A holder that is not the same from one leg to the next (no flow run) cannot hand a
+    lease over: the walk gives it back as before."""
+    from flows import kept_leases
+    local = Claimant(run="local-abc", host="ctl-1", pid=100, pidns="pid:[1]")
+    w = fleet.go(local, until="fabric", keep=True)
+    assert w.report.stage == "fabric" and not kept_leases.holds("n1", local.holder)
+    assert fleet.rec.lease(fleet.rec.node("n1")) is None
