@@ -116,7 +116,7 @@ class FileRecords(leases.LeaseOps):
     def put_evidence(self, node, evidence) -> dict[str, Any]:
         return EvidenceStore.index_update(node.custom_fields, [Ref(e.kind, (0,), "", 0, "") for e in evidence])
 
-    def report(self, node, verdict: str) -> NodeReport:
+    def report(self, node, verdict: str, figures=None) -> NodeReport:
         return NodeReport(node=node.name, rack=node.rack, verdict=verdict, stage=node.stage)
 
 

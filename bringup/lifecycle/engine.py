@@ -348,7 +348,9 @@ class Lifecycle(Leasing, ServiceExits):
         state = parse_state(node.stage)
         verdict = {State.ACTIVE: "admitted", State.QUARANTINED: "quarantined",
                    State.INSPECTION: "quarantined"}.get(state, "pending")
-        return self._with_why(self.records.report(node, verdict))
+        # the verdict's figures as this run's judge step recorded them: no need to read them back
+        judged = next((r for r in reversed(known or []) if r.step == "judge" and r.state), None)
+        return self._with_why(self.records.report(node, verdict, figures=judged.figures if judged else None))
 
 #: the table's names, re-exported: callers import the lifecycle from one place
 __all__ = ["ALLOWED", "EXTRA_TRANSITIONS", "LABELS", "LEGACY", "PATH", "PROGRESS", "QUARANTINE_TAG", "REBURNIN_TAG",

@@ -137,13 +137,19 @@ class NetBoxRecords(leases.LeaseOps):
                 for e in evidence]
         return EvidenceStore.index_update(node.custom_fields, refs)
 
-    def report(self, node: NodeRecord, verdict: str) -> NodeReport:
-        figures: dict[str, Any] = {}
-        if self.ctx.evidence.has(node.custom_fields, "verdict"):
+    def report(self, node: NodeRecord, verdict: str, figures: dict[str, Any] | None = None) -> NodeReport:
+        """The node's row; ``figures``: its verdict's, when the caller has them (the judge's
+        result of this run), else read from the verdict document."""
+        if figures is not None:
+            figures = dict(figures)
+        elif self.ctx.evidence.has(node.custom_fields, "verdict"):
+            figures = {}
             try:
                 figures = dict(self.ctx.evidence.get(node.name, node.custom_fields, "verdict").get("figures") or {})
             except BringupError:
                 figures = {}
+        else:
+            figures = {}
         labels: dict[str, str] = {}
         if verdict == "admitted" and self.labels is not None:
             try:

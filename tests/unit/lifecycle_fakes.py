@@ -64,7 +64,7 @@ class MemoryRecords(leases.LeaseOps):
             refs.append(Ref(e.kind, (len(self.writes),), "sha", 1, "now"))
         return EvidenceStore.index_update(node.custom_fields, refs)
 
-    def report(self, node, verdict: str) -> NodeReport:
+    def report(self, node, verdict: str, figures=None) -> NodeReport:
         reason = str(node.custom_fields.get("bringup_reason") or "")
         if verdict == "pending" and reason.startswith("held in"):  # as bringup.netbox.records does
             verdict = "held"

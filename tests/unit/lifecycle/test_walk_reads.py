@@ -164,3 +164,19 @@ def test_start_uses_the_record_read_with_the_lease():
     assert lc.begin_reburnin("n1", A.holder) == State.PLANNED
     assert rec.full_reads == reads
     assert lc.start("n1") == State.PLANNED and rec.full_reads == reads + 1   # no lease: a read
+
+
+def test_the_walks_row_takes_the_judges_figures_from_its_result():
+    seen = {}
+
+    class Rec(AnsweringRecords):
+        def report(self, node, verdict, figures=None):
+            seen["figures"] = figures
+            return super().report(node, verdict, figures)
+    rec = Rec("n1")
+    lc = Lifecycle(steps=steps([]), records=rec, clock=Clock())
+    judged = StepResult(node="n1", step="judge", ok=True, figures={"gflops": 1.0}, state="fabric")
+    lc.report("n1", known=[judged])
+    assert seen["figures"] == {"gflops": 1.0}
+    lc.report("n1", known=[])
+    assert seen["figures"] is None   # not this run's: read from the verdict document

@@ -76,3 +76,15 @@ def test_the_real_wiring_hands_the_records_the_clusters_labels():
                           evidence=SimpleNamespace(has=lambda fields, kind: False))
     records = pipeline.lifecycle(ctx).records
     assert records.report(_node(), "admitted").labels == {"bringup.io/rack": "r1"}
+
+
+def test_a_reports_figures_come_from_the_verdict_document_unless_the_caller_has_them():
+    reads = []
+    evidence = SimpleNamespace(has=lambda fields, kind: kind == "verdict",
+                               get=lambda node, fields, kind: reads.append(kind) or {"figures": {"busbw": 370}})
+    records = NetBoxRecords(SimpleNamespace(settings=SimpleNamespace(), evidence=evidence))
+    assert records.report(_node(), "admitted").figures == {"busbw": 370} and reads == ["verdict"]
+    # the judge's result of this run carries the same figures: nothing read back
+    assert records.report(_node(), "admitted", figures={"busbw": 371}).figures == {"busbw": 371}
+    assert reads == ["verdict"]
+    assert _records().report(_node(), "pending").figures == {}   # no verdict yet: none
