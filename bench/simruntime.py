@@ -78,6 +78,12 @@ class FileRecords(leases.LeaseOps):
     def node(self, name: str) -> SimNode:
         return SimNode(**json.loads(self._path(name).read_text()))
 
+    def node_list(self, names: list[str]) -> list[SimNode]:
+        return [self.node(n) for n in names]
+
+    def verdict_figures(self, nodes) -> dict[str, dict[str, Any]]:
+        return {}   # the bench's judge records no figures
+
     def names(self) -> list[str]:
         return sorted(p.stem for p in (self.home / "nodes").glob("*.json"))
 

@@ -72,6 +72,12 @@ from bringup.netbox import lease as leases
 log = logging.getLogger(__name__)
 
 
+def _verdict(state: State) -> str:
+    """A node's verdict in the fleet table, by the state it is in."""
+    return {State.ACTIVE: "admitted", State.QUARANTINED: "quarantined",
+            State.INSPECTION: "quarantined"}.get(state, "pending")
+
+
 def _index(node: Any, fields: dict[str, Any]) -> dict[str, Any]:
     """The evidence index as it will be after this write: the one being written, else the node's."""
     return dict(fields.get("bringup_evidence") or node.custom_fields.get("bringup_evidence") or {})
@@ -345,12 +351,18 @@ class Lifecycle(Leasing, ServiceExits):
                 reasons=[f"NetBox could not be read ({exc}); this row is what the run saw",
                          *(last.reasons if last and not last.ok else [])],
                 figures=dict(last.figures) if last else {}))
-        state = parse_state(node.stage)
-        verdict = {State.ACTIVE: "admitted", State.QUARANTINED: "quarantined",
-                   State.INSPECTION: "quarantined"}.get(state, "pending")
+        verdict = _verdict(parse_state(node.stage))
         # the verdict's figures as this run's judge step recorded them: no need to read them back
         judged = next((r for r in reversed(known or []) if r.step == "judge" and r.state), None)
         return self._with_why(self.records.report(node, verdict, figures=judged.figures if judged else None))
+
+    def reports(self, names: list[str]) -> list[NodeReport]:
+        """The rows of many nodes (a run's table after its child runs): their records in one
+        read and their verdicts' figures in a few, instead of two requests a node."""
+        nodes = self.records.node_list(names)
+        figures = self.records.verdict_figures(nodes)
+        return [self._with_why(self.records.report(n, _verdict(parse_state(n.stage)), figures=figures.get(n.name, {})))
+                for n in nodes]
 
 #: the table's names, re-exported: callers import the lifecycle from one place
 __all__ = ["ALLOWED", "EXTRA_TRANSITIONS", "LABELS", "LEGACY", "PATH", "PROGRESS", "QUARANTINE_TAG", "REBURNIN_TAG",

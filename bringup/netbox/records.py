@@ -66,6 +66,19 @@ class NetBoxRecords(leases.LeaseOps):
     def node(self, name: str) -> NodeRecord:
         return self._retry(self.ctx.node, name)
 
+    def node_list(self, names: list[str]) -> list[NodeRecord]:
+        """The records of ``names`` in one read (paged), without their MACs, in that order."""
+        if not names:
+            return []
+        by_name = {n.name: n for n in self._retry(self.ctx.netbox.nodes, names=list(names), macs=False)}
+        return [by_name[n] for n in names]
+
+    def verdict_figures(self, nodes: list[NodeRecord]) -> dict[str, dict[str, Any]]:
+        """Each node's verdict figures (name -> figures; none for a node without a readable
+        verdict), the verdict documents of all of them read in a few requests."""
+        docs = self._retry(self.ctx.evidence.get_many, [(n.name, n.custom_fields) for n in nodes], "verdict")
+        return {name: dict(doc.get("figures") or {}) if isinstance(doc, dict) else {} for name, doc in docs.items()}
+
     def write(self, node: NodeRecord, *, stage: str | None = None, status: str | None = None,
               fields: dict[str, Any] | None = None, add_tags: tuple[str, ...] = (),
               remove_tags: tuple[str, ...] = ()) -> bool:

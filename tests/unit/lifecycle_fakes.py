@@ -41,6 +41,14 @@ class MemoryRecords(leases.LeaseOps):
         # a copy, as a fresh read from NetBox would be
         return FakeNode(n.name, n.stage, n.status, n.rack, n.url, dict(n.custom_fields), list(n.tags))
 
+    def node_list(self, names: list[str]) -> list[FakeNode]:
+        self.many_reads = getattr(self, "many_reads", 0) + 1
+        return [MemoryRecords.node(self, n) for n in names]   # one read, not one per node
+
+    def verdict_figures(self, nodes) -> dict[str, dict[str, Any]]:
+        return {n.name: dict(self.evidence[n.name]["verdict"].get("figures") or {})
+                for n in nodes if "verdict" in self.evidence.get(n.name, {})}
+
     def write(self, node, *, stage=None, status=None, fields=None, add_tags=(), remove_tags=()) -> None:
         n = self.nodes[node.name]
         self.writes.append((node.name, {"stage": stage, "status": status, "fields": dict(fields or {})}))
@@ -69,7 +77,7 @@ class MemoryRecords(leases.LeaseOps):
         if verdict == "pending" and reason.startswith("held in"):  # as bringup.netbox.records does
             verdict = "held"
         return NodeReport(node=node.name, rack=node.rack, verdict=verdict, stage=node.stage,
-                          reasons=[r for r in reason.split("; ") if r])
+                          reasons=[r for r in reason.split("; ") if r], figures=dict(figures or {}))
 
     def refresh(self, node) -> Any:
         """As NetBoxRecords.refresh: the changing part brought up to date in place."""

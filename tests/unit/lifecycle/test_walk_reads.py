@@ -180,3 +180,15 @@ def test_the_walks_row_takes_the_judges_figures_from_its_result():
     assert seen["figures"] == {"gflops": 1.0}
     lc.report("n1", known=[])
     assert seen["figures"] is None   # not this run's: read from the verdict document
+
+
+def test_many_rows_are_one_read_of_their_records():
+    rec = CountingRecords("n1", "n2", "n3")
+    rec.nodes["n2"].stage = "active"
+    rec.nodes["n3"].stage = "quarantined"
+    rec.evidence["n2"] = {"verdict": {"figures": {"busbw": 370}}}
+    lc = Lifecycle(steps=steps([]), records=rec)
+    rows = lc.reports(["n1", "n2", "n3"])
+    assert [(r.node, r.verdict) for r in rows] == [("n1", "pending"), ("n2", "admitted"), ("n3", "quarantined")]
+    assert rows[1].figures == {"busbw": 370} and rows[0].figures == {}
+    assert rec.full_reads == 0 and rec.many_reads == 1

@@ -71,6 +71,25 @@ def test_the_store_indexes_the_latest_document_of_each_kind():
         store.get("n1", cf, "burnin")
 
 
+def test_many_nodes_documents_are_read_a_chunk_of_entries_at_a_time():
+    j = FakeJournal()
+    asked = []
+    texts = j.journal_texts
+    j.journal_texts = lambda ids: (asked.append(list(ids)), texts(ids))[1]
+    store = EvidenceStore(j)
+    nodes = []
+    for i in range(5):
+        cf = {"bringup_evidence": EvidenceStore.index_update({}, [store.put(i, "verdict", {"figures": {"n": i}})])}
+        nodes.append((f"n{i}", cf))
+    nodes.append(("none", {}))                                   # no verdict yet: left out
+    gone = {"bringup_evidence": EvidenceStore.index_update({}, [store.put(9, "verdict", {"x": 1})])}
+    del j.entries[max(j.entries)]
+    nodes.append(("gone", gone))                                 # its entry deleted: left out, not an error
+    docs = store.get_many(nodes, "verdict", chunk=2)
+    assert docs == {f"n{i}": {"figures": {"n": i}} for i in range(5)}
+    assert [len(a) for a in asked] == [2, 2, 2]                  # 6 entries, 2 at a time
+
+
 # --- digests: a document's figures recorded beside it ---------------------------------------------
 DOC = {"checks": [{"name": "nccl", "busbw": 476.3}], "raw": "x" * 200}
 

@@ -88,3 +88,15 @@ def test_a_reports_figures_come_from_the_verdict_document_unless_the_caller_has_
     assert records.report(_node(), "admitted", figures={"busbw": 371}).figures == {"busbw": 371}
     assert reads == ["verdict"]
     assert _records().report(_node(), "pending").figures == {}   # no verdict yet: none
+
+
+def test_many_records_are_one_read_in_the_order_asked_and_their_figures_a_few_more():
+    asked = []
+    nodes = [SimpleNamespace(name=n, custom_fields={"i": n}) for n in ("n2", "n1")]   # NetBox's own order
+    netbox = SimpleNamespace(nodes=lambda **kw: asked.append(kw) or nodes)
+    evidence = SimpleNamespace(get_many=lambda pairs, kind: {"n1": {"figures": {"busbw": 1}}, "n2": "not a doc"})
+    records = NetBoxRecords(SimpleNamespace(settings=SimpleNamespace(), netbox=netbox, evidence=evidence))
+    got = records.node_list(["n1", "n2"])
+    assert [n.name for n in got] == ["n1", "n2"] and asked == [{"names": ["n1", "n2"], "macs": False}]
+    assert records.verdict_figures(got) == {"n1": {"busbw": 1}, "n2": {}}
+    assert records.node_list([]) == [] and len(asked) == 1
