@@ -15,6 +15,7 @@ from bringup.sku import load_skus, nic_counts
 from bringup_cli import lab as lab_cmd
 from bringup_cli import main
 from lab.fleet import loads_fleet
+from lab.gpu import profile as gpu_profile
 from lab.nodes.sshd import NodeDir
 
 FLEET = """
@@ -42,6 +43,9 @@ def cli(monkeypatch, capsys, home: Path, *args: str):
         nd.state.write_text(json.dumps({"installed": True, "versions": {}}))
     monkeypatch.setenv("BRINGUP_CONFIG", str(home / "settings.yaml"))
     monkeypatch.setattr(lab_cmd, "_lab", lambda *a, **k: Lab(home))
+    # the node's profile names the NVML stand-in's folder; building it runs gcc (a process),
+    # which `lab prepare` does, not a unit test: a unit run on a fresh machine failed here
+    monkeypatch.setattr(gpu_profile, "build_nvml", lambda out_dir: home / "build" / "nvml")
     monkeypatch.setattr(sys, "argv", ["bringup", "lab", *args])
     with pytest.raises(SystemExit) as done:
         main()
