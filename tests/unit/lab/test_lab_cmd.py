@@ -19,6 +19,7 @@ from bringup.sku import load_skus, nic_counts
 from bringup_cli import app, main
 from bringup_cli import lab as lab_cmd
 from lab.fleet import FaultKind, loads_fleet
+from lab.gpu import profile as gpu_profile
 from lab.nodes.sshd import NodeDir
 
 LONG = "/home/operator/.local/share/bringup-lab/with/a/rather/deep/folder/secrets/postgres-password"
@@ -99,6 +100,8 @@ def inject(monkeypatch, capsys, home: Path, *args: str, installed: bool = True):
         nd.state.write_text(json.dumps({"installed": True, "versions": {}}))
     monkeypatch.setenv("BRINGUP_CONFIG", str(home / "settings.yaml"))   # no lab default looked up
     monkeypatch.setattr(lab_cmd, "_lab", lambda *a, **k: InjectLab(home))
+    # the node's profile names the NVML stand-in's folder; building it runs gcc (`lab prepare`'s)
+    monkeypatch.setattr(gpu_profile, "build_nvml", lambda out_dir: home / "build" / "nvml")
     monkeypatch.setattr(sys, "argv", ["bringup", "lab", "inject", *args])
     with pytest.raises(SystemExit) as done:
         main()
