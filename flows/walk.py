@@ -137,12 +137,12 @@ def walk_node(node: str, rack: str, params: dict, *, config: str | None = None, 
     me = claimant()
     keep = keep and not me.run.startswith("local-")   # only a flow run's holder is the same next leg
     # the node's lease: renewed while the node walks, given back at the end (or kept)
-    lease = kept_leases.take(node, me.holder)
+    taken = kept_leases.take(node, me.holder)
+    lease = taken or ExitStack()
     kept = False
     try:
         try:
-            if lease is None:
-                lease = ExitStack()
+            if taken is None:
                 held = lc.acquire(node, me, ended=run_ended)
                 if held is not None:
                     report = skipped(lc, node, held, force)
@@ -177,7 +177,7 @@ def walk_node(node: str, rack: str, params: dict, *, config: str | None = None, 
             kept_leases.keep(node, me.holder, lease)   # the fabric test and the next leg are this run's
             kept = True
     finally:
-        if lease is not None and not kept:
+        if not kept:
             lease.close()
     report.rack = report.rack or rack
     publish_node(report, results, prefix=prefix)

@@ -76,7 +76,10 @@ class NetBoxRecords(leases.LeaseOps):
     def verdict_figures(self, nodes: list[NodeRecord]) -> dict[str, dict[str, Any]]:
         """Each node's verdict figures (name -> figures; none for a node without a readable
         verdict), the verdict documents of all of them read in a few requests."""
-        docs = self._retry(self.ctx.evidence.get_many, [(n.name, n.custom_fields) for n in nodes], "verdict")
+        return self._retry(self._figures_of, nodes)
+
+    def _figures_of(self, nodes: list[NodeRecord]) -> dict[str, dict[str, Any]]:
+        docs = self.ctx.evidence.get_many([(n.name, n.custom_fields) for n in nodes], "verdict")
         return {name: dict(doc.get("figures") or {}) if isinstance(doc, dict) else {} for name, doc in docs.items()}
 
     def write(self, node: NodeRecord, *, stage: str | None = None, status: str | None = None,
@@ -153,16 +156,12 @@ class NetBoxRecords(leases.LeaseOps):
     def report(self, node: NodeRecord, verdict: str, figures: dict[str, Any] | None = None) -> NodeReport:
         """The node's row; ``figures``: its verdict's, when the caller has them (the judge's
         result of this run), else read from the verdict document."""
-        if figures is not None:
-            figures = dict(figures)
-        elif self.ctx.evidence.has(node.custom_fields, "verdict"):
-            figures = {}
-            try:
-                figures = dict(self.ctx.evidence.get(node.name, node.custom_fields, "verdict").get("figures") or {})
+        if figures is None:
+            try:   # a row without its figures, rather than none, when they cannot be read
+                figures = self._figures_of([node]).get(node.name, {})
             except BringupError:
                 figures = {}
-        else:
-            figures = {}
+        figures = dict(figures)
         labels: dict[str, str] = {}
         if verdict == "admitted" and self.labels is not None:
             try:

@@ -42,7 +42,7 @@ def _node():
 
 
 def _records(**kw):
-    evidence = SimpleNamespace(has=lambda fields, kind: False)
+    evidence = SimpleNamespace(get_many=lambda pairs, kind: {})   # no verdict recorded
     ctx = SimpleNamespace(settings=SimpleNamespace(), evidence=evidence)  # no .kube: it must not be needed
     return NetBoxRecords(ctx, **kw)
 
@@ -73,15 +73,15 @@ def test_the_real_wiring_hands_the_records_the_clusters_labels():
     kube = SimpleNamespace(node_state=lambda name: SimpleNamespace(labels={"bringup.io/rack": "r1"}))
     settings = SimpleNamespace(spool_path=lambda: Path("/nonexistent-spool"))
     ctx = SimpleNamespace(kube=kube, settings=settings,
-                          evidence=SimpleNamespace(has=lambda fields, kind: False))
+                          evidence=SimpleNamespace(get_many=lambda pairs, kind: {}))
     records = pipeline.lifecycle(ctx).records
     assert records.report(_node(), "admitted").labels == {"bringup.io/rack": "r1"}
 
 
 def test_a_reports_figures_come_from_the_verdict_document_unless_the_caller_has_them():
     reads = []
-    evidence = SimpleNamespace(has=lambda fields, kind: kind == "verdict",
-                               get=lambda node, fields, kind: reads.append(kind) or {"figures": {"busbw": 370}})
+    evidence = SimpleNamespace(get_many=lambda pairs, kind: reads.append(kind) or
+                               {name: {"figures": {"busbw": 370}} for name, _ in pairs})
     records = NetBoxRecords(SimpleNamespace(settings=SimpleNamespace(), evidence=evidence))
     assert records.report(_node(), "admitted").figures == {"busbw": 370} and reads == ["verdict"]
     # the judge's result of this run carries the same figures: nothing read back
