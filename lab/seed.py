@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bringup.errors import NetBoxError, NotFoundError
 from bringup.lifecycle.engine import initial_fields
@@ -21,6 +22,13 @@ from bringup.sku import SkuSpec
 from .fleet import BMC_IFACE, MGMT_IFACE, FleetProfile
 
 TRAINER = Path(__file__).resolve().parent / "workloads" / "trainer.py"
+#: objects a list read asks for at once (NetBox's MAX_PAGE_SIZE is 1,000)
+PAGE = 1000
+#: devices a bulk create carries: each instantiates its type's interfaces, so a request
+#: of 20 stays well inside the adapter's 30 s read timeout on a loaded machine
+DEVICES_A_REQUEST = 20
+#: MACs, IPs or updates a bulk request carries
+OBJECTS_A_REQUEST = 250
 
 
 @dataclass
@@ -66,51 +74,62 @@ def seed(nb: NetBox, fleet: FleetProfile, skus: dict[str, SkuSpec]) -> SeedRepor
             cc.update({"data": data})
     dtypes = {dt.slug: dt for dt in a.dcim.device_types.filter(slug=sorted({n.sku for n in fleet.nodes}))}
     for node in fleet.nodes:
-        dt = dtypes.get(node.sku)
-        if dt is None:
+        if node.sku not in dtypes:
             raise NotFoundError(f"NetBox has no device type {node.sku!r} (node {node.name})",
                                 hint="run `bringup netbox apply` first")
-        sku = skus[node.sku]
-        dev = a.dcim.devices.get(name=node.name, site_id=site.id)
-        if dev is None:
-            dev = a.dcim.devices.create({
-                "name": node.name, "device_type": dt.id, "role": role.id, "site": site.id,
-                "rack": racks[node.rack].id, "status": "planned", "serial": node.serial,
-                "tags": [{"slug": pool_tags[node.pool].slug}],
-                # the node enters the lifecycle; nothing about it is known or done yet
-                "custom_fields": initial_fields()})
-            report.created.append(node.name)
-        else:
-            report.existing.append(node.name)
-        report.macs += _seed_interfaces(nb, dev, node, sku)
+    # in bulk: a request to the device or interface endpoints costs NetBox its filter set
+    # (150-250 ms) whatever it carries, so a thousand nodes are a few dozen requests, not 8,000
+    have = {d.name: d for d in a.dcim.devices.filter(site_id=site.id, limit=PAGE)}
+    new = [n for n in fleet.nodes if n.name not in have]
+    for chunk in _chunks(new, DEVICES_A_REQUEST):
+        made = a.dcim.devices.create([{
+            "name": node.name, "device_type": dtypes[node.sku].id, "role": role.id, "site": site.id,
+            "rack": racks[node.rack].id, "status": "planned", "serial": node.serial,
+            "tags": [{"slug": pool_tags[node.pool].slug}],
+            # the node enters the lifecycle; nothing about it is known or done yet
+            "custom_fields": initial_fields()} for node in chunk])
+        have.update({d.name: d for d in made})
+    report.created = [n.name for n in new]
+    report.existing = [n.name for n in fleet.nodes if n.name not in report.created]
+    report.macs = _seed_interfaces(nb, site.id, [(have[n.name], n, skus[n.sku]) for n in fleet.nodes])
     return report
 
 
-def _seed_interfaces(nb: NetBox, dev, node, sku: SkuSpec) -> int:
+def _chunks(items: list, size: int) -> list[list]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def _seed_interfaces(nb: NetBox, site_id: int, nodes: list[tuple[Any, Any, SkuSpec]]) -> int:
+    """The nodes' MACs and BMC / management IPs, where NetBox lacks them: a few bulk
+    requests for the whole fleet. Returns how many MACs were written."""
     a = nb.api
-    ifaces = {i.name: i for i in a.dcim.interfaces.filter(device_id=dev.id)}
-    missing = [n for n in node.interface_names(sku.nics.compute) if n not in ifaces]
-    if missing:
-        raise NetBoxError(f"device {node.name} lacks interfaces {missing} of its device type",
-                          hint="check the device type's interface templates (`bringup netbox apply`)")
-    new_macs = []
-    for name in node.interface_names(sku.nics.compute):
-        itf = ifaces[name]
-        if itf.primary_mac_address is None:
-            new_macs.append({"mac_address": node.mac_of(name), "assigned_object_type": "dcim.interface",
-                             "assigned_object_id": itf.id})
-    if new_macs:
-        created = a.dcim.mac_addresses.create(new_macs)
-        a.dcim.interfaces.update([{"id": m.assigned_object_id, "primary_mac_address": m.id} for m in created])
-    updates: dict[str, int] = {}
-    for iface, addr, attr in ((BMC_IFACE, node.bmc_address, "oob_ip"), (MGMT_IFACE, node.address, "primary_ip4")):
-        if getattr(dev, attr) is not None:
-            continue
-        ip = a.ipam.ip_addresses.create({"address": f"{addr}/32", "status": "active",
-                                         "assigned_object_type": "dcim.interface",
-                                         "assigned_object_id": ifaces[iface].id,
-                                         "description": f"{node.name} {iface}"})
-        updates[attr] = ip.id
-    if updates:
-        dev.update(updates)
+    ifaces: dict[int, dict[str, Any]] = {}
+    for itf in a.dcim.interfaces.filter(site_id=site_id, limit=PAGE):
+        ifaces.setdefault(itf.device.id, {})[itf.name] = itf
+    new_macs, new_ips = [], []
+    for dev, node, sku in nodes:
+        mine = ifaces.get(dev.id, {})
+        names = node.interface_names(sku.nics.compute)
+        missing = [n for n in names if n not in mine]
+        if missing:
+            raise NetBoxError(f"device {node.name} lacks interfaces {missing} of its device type",
+                              hint="check the device type's interface templates (`bringup netbox apply`)")
+        new_macs += [{"mac_address": node.mac_of(n), "assigned_object_type": "dcim.interface",
+                      "assigned_object_id": mine[n].id} for n in names if mine[n].primary_mac_address is None]
+        for iface, addr, attr in ((BMC_IFACE, node.bmc_address, "oob_ip"), (MGMT_IFACE, node.address, "primary_ip4")):
+            if getattr(dev, attr) is None:
+                new_ips.append((dev.id, attr, {"address": f"{addr}/32", "status": "active",
+                                               "assigned_object_type": "dcim.interface",
+                                               "assigned_object_id": mine[iface].id,
+                                               "description": f"{node.name} {iface}"}))
+    for chunk in _chunks(new_macs, OBJECTS_A_REQUEST):
+        made = a.dcim.mac_addresses.create(chunk)
+        a.dcim.interfaces.update([{"id": m.assigned_object_id, "primary_mac_address": m.id} for m in made])
+    updates: dict[int, dict[str, Any]] = {}
+    for chunk in _chunks(new_ips, OBJECTS_A_REQUEST):
+        made = a.ipam.ip_addresses.create([body for _, _, body in chunk])
+        for (dev_id, attr, _), ip in zip(chunk, made, strict=True):
+            updates.setdefault(dev_id, {"id": dev_id})[attr] = ip.id
+    for chunk in _chunks(list(updates.values()), OBJECTS_A_REQUEST):
+        a.dcim.devices.update(chunk)
     return len(new_macs)

@@ -174,6 +174,9 @@ class BmcState:
             installer_next = self.media_image is not None and target == "Cd" and enabled in {"Once", "Continuous"}
             self._reset(reset_type)
             going_down = installer_next and self.os_state == "running" and reset_type not in {"Nmi", "On", "ForceOn"}
+            # each reset and install is logged: a node whose OS went away under a run is found here
+            log.info("%s: reset %s (os %s, installer next: %s)", self.node.name, reset_type, self.os_state,
+                     bool(installer_next))
             if going_down:
                 self.os_state = "none"
         if going_down and self.os_down is not None:
@@ -263,6 +266,7 @@ class BmcState:
                 self._boot_failed(f"{self.profile.boot_failure_message} (virtual media {image})")
             else:
                 self.os_state = "installing"
+                log.info("%s: booting the installer from %s", self.node.name, image)
                 threading.Thread(target=self._install, args=(image, self.seed_image), daemon=True,
                                  name=f"install-{self.node.name}").start()
         if self.boot_enabled == "Once":
@@ -280,6 +284,7 @@ class BmcState:
         with self.lock:
             hung = isinstance(result, dict) and result.get("installed") is False
             self.os_state = "hung" if hung else "running"
+        log.info("%s: install from %s ended: %s", self.node.name, image, self.os_state)
 
     def _boot_failed(self, message: str) -> None:
         self.os_state = "failed"

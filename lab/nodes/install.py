@@ -19,6 +19,7 @@ from the GPU stand-in profile.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 from pathlib import Path
@@ -36,6 +37,8 @@ from lab.fleet import FaultKind, NodeSpec
 from .seed_reader import Seed, parse_seed
 from .seedmedia import read_seed
 from .sshd import NodeDir, install_host_key, port_open, sshd_pid, start_sshd, stop_sshd
+
+log = logging.getLogger("lab.nodes.install")
 
 
 def installed_versions(node: NodeSpec, m: ImageManifest) -> dict[str, Any]:
@@ -161,7 +164,8 @@ def going_down(node: NodeSpec, home: Path) -> None:
     if state.get("installed"):
         nd.state.write_text(json.dumps({**state, "installed": False, "boot": "rebooting into the installer"},
                                        indent=2, sort_keys=True))
-    stop_sshd(home, node.name)
+    if stop_sshd(home, node.name):
+        log.info("%s: reset into the installer: its sshd stopped", node.name)
 
 
 def at_installer(node: NodeSpec, home: Path, image_url: str, reason: str, seed_url: str | None = None) -> dict:
@@ -183,7 +187,8 @@ def install_from_seed(node: NodeSpec, seed: Seed, user_data: str, home: Path, im
     # first say "installing", so the supervisor does not restart the old sshd meanwhile
     nd.state.write_text(json.dumps({"name": node.name, "installed": False, "boot": "installing",
                                     "image_url": image_url}))
-    stop_sshd(home, node.name)
+    if stop_sshd(home, node.name):
+        log.info("%s: installing over a running OS: its sshd stopped", node.name)
     nd.root.mkdir(parents=True, exist_ok=True)
     versions = installed_versions(node, manifest)
     cloud = (yaml.safe_load(user_data) or {})["autoinstall"]["user-data"]
@@ -206,6 +211,7 @@ def install_from_seed(node: NodeSpec, seed: Seed, user_data: str, home: Path, im
     nd.state.write_text(json.dumps(state, indent=2, sort_keys=True))
     if not never:
         start_sshd(home, node)
+    log.info("%s: installed %s (%s)", node.name, manifest.name, state["boot"])
     return state
 
 
