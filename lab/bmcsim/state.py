@@ -99,6 +99,11 @@ class BmcState:
     sessions: dict[str, str] = field(default_factory=dict)   # id -> token
     tasks: dict[str, Task] = field(default_factory=dict)
     installs: list[str] = field(default_factory=list)
+    #: boots started so far: an install belongs to the boot that started it
+    boots: int = 0
+    #: one installer at a time, as one machine runs one: an install that a reset
+    #: superseded ends before the next begins (two at once left a node without sshd)
+    install_lock: threading.Lock = field(default_factory=threading.Lock)
     #: "none" | "installing" | "running" | "hung" | "failed": what the OS boot came to
     os_state: str = "none"
     log_entries: list[dict[str, Any]] = field(default_factory=list)
@@ -196,6 +201,7 @@ class BmcState:
 
     def _start_boot(self) -> None:
         now = self.clock()
+        self.boots += 1
         self.power_on = True
         self.booting = True
         self.transition_until = now + self.power_delay
@@ -267,24 +273,31 @@ class BmcState:
             else:
                 self.os_state = "installing"
                 log.info("%s: booting the installer from %s", self.node.name, image)
-                threading.Thread(target=self._install, args=(image, self.seed_image), daemon=True,
+                threading.Thread(target=self._install, args=(image, self.seed_image, self.boots), daemon=True,
                                  name=f"install-{self.node.name}").start()
         if self.boot_enabled == "Once":
             self.boot_enabled = "Disabled"
             self.boot_target = "None"
 
-    def _install(self, image: str, seed: str | None = None) -> None:
-        try:
-            result = self.installer(image, seed) if self.installer is not None else None
-        except Exception as exc:
-            log.warning("%s: boot from %s failed: %s", self.node.name, image, exc)
+    def _install(self, image: str, seed: str | None = None, boot: int | None = None) -> None:
+        with self.install_lock:
             with self.lock:
-                self._boot_failed(f"{self.profile.boot_failure_message} (virtual media {image}: {exc})")
-            return
-        with self.lock:
-            hung = isinstance(result, dict) and result.get("installed") is False
-            self.os_state = "hung" if hung else "running"
-        log.info("%s: install from %s ended: %s", self.node.name, image, self.os_state)
+                superseded = boot is not None and boot != self.boots
+            if superseded:   # reset again before this boot's installer ran: that boot is gone
+                log.info("%s: the install from %s of boot %s is dropped: the node was reset since",
+                         self.node.name, image, boot)
+                return
+            try:
+                result = self.installer(image, seed) if self.installer is not None else None
+            except Exception as exc:
+                log.warning("%s: boot from %s failed: %s", self.node.name, image, exc)
+                with self.lock:
+                    self._boot_failed(f"{self.profile.boot_failure_message} (virtual media {image}: {exc})")
+                return
+            with self.lock:
+                hung = isinstance(result, dict) and result.get("installed") is False
+                self.os_state = "hung" if hung else "running"
+            log.info("%s: install from %s ended: %s", self.node.name, image, self.os_state)
 
     def _boot_failed(self, message: str) -> None:
         self.os_state = "failed"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
+import time
 
 import pytest
 
@@ -250,6 +252,41 @@ def test_reset_with_media_and_cd_override_installs_once():
     call(svc, "POST", f"{SYS}/Actions/ComputerSystem.Reset", {"ResetType": "ForceRestart"})
     post_over(svc, clock)
     assert svc.state.installs == ["http://img/os.iso"]       # the override was one-time
+
+
+def test_a_reset_while_the_installer_runs_installs_again_after_it_never_beside_it():
+    # a step retried mid-install resets the node again: two installers at once on one node
+    # left it without an sshd (the older one stopped the newer one's)
+    calls, first_running, release = [], threading.Event(), threading.Event()
+
+    def installer(image, seed=None):
+        n = len([c for c in calls if c[0] == "start"]) + 1
+        calls.append(("start", n))
+        if n == 1:
+            first_running.set()
+            release.wait(10)
+        calls.append(("end", n))
+        return {"installed": True}
+    svc, clock = make(installer=installer)
+    _insert(svc, clock, "http://img/os.iso")
+    _cd_boot(svc, clock)
+    assert first_running.wait(10)
+    _cd_boot(svc, clock)                       # the retry's reset, the first install still running
+    time.sleep(0.3)
+    assert calls == [("start", 1)]             # the second boot's installer waits for the first
+    release.set()
+    deadline = time.monotonic() + 10
+    while len(calls) < 4 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert calls == [("start", 1), ("end", 1), ("start", 2), ("end", 2)]
+    assert svc.state.installs == ["http://img/os.iso", "http://img/os.iso"]
+
+
+def test_the_install_of_a_boot_that_a_reset_superseded_never_runs():
+    svc, clock = make(installer=lambda image, seed=None: pytest.fail("a superseded boot must not install"))
+    svc.state.boots = 3
+    svc.state._install("http://img/os.iso", None, boot=2)   # the thread's work, run here
+    assert svc.state.os_state == "none"
 
 
 def _boot_log(svc):
