@@ -21,10 +21,9 @@ from pathlib import Path
 import ports
 import pytest
 import yaml
+from schema_db import fresh_with_schema
 
 from bringup.netbox.adapter import NetBox, connect
-from bringup.netbox.schema import load_schema
-from bringup.netbox.schema_apply import apply_schema
 from bringup.sku import load_skus, nic_counts
 from lab.fleet import load_fleet
 from lab.seed import seed
@@ -78,9 +77,7 @@ class ScenarioNetBox:
         if day1 in self._day1:
             self.fresh_db(template=day1)
             return self.adapter()
-        self.fresh_db()
-        nb = self.adapter()
-        apply_schema(nb, load_schema())
+        nb = fresh_with_schema(self.postgres, self.db, self.adapter)
         seed(nb, fleet, load_skus())
         self.postgres.clone(self.db, day1)    # ends the server's sessions on it first
         self._day1.add(day1)

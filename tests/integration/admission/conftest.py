@@ -14,12 +14,11 @@ from pathlib import Path
 import ports
 import pytest
 from kubeapi_process import KubeApiProcess
+from schema_db import fresh_with_schema
 
 from bringup.context import Context
 from bringup.kube import KubeAdapter
 from bringup.netbox.adapter import NetBox, connect
-from bringup.netbox.schema import load_schema
-from bringup.netbox.schema_apply import apply_schema
 from bringup.provision.image import load_manifest
 from bringup.settings import Settings
 from bringup.sku import load_skus, nic_counts
@@ -60,7 +59,6 @@ class ShareLab:
 
 @pytest.fixture(scope="module")
 def share_lab(tmp_path_factory, netbox_server, postgres, netbox_url, netbox_token):
-    from lab.netbox_server import PRISTINE_DB
     tmp = tmp_path_factory.mktemp("share")
     home = tmp / "home"
     text = fleet_text()
@@ -75,10 +73,7 @@ def share_lab(tmp_path_factory, netbox_server, postgres, netbox_url, netbox_toke
     api.start()
     kube = KubeAdapter.from_kubeconfig(api.kubeconfig)
     try:
-        postgres.clone(PRISTINE_DB, ports.netbox_db("test"))
-        ports.flush_redis()
-        nb = NetBox(connect(netbox_url, netbox_token))
-        apply_schema(nb, load_schema())
+        nb = fresh_with_schema(postgres, ports.netbox_db("test"), lambda: NetBox(connect(netbox_url, netbox_token)))
         seed(nb, fleet, load_skus())
         today = dt.date.today().isoformat()
         for rec in nb.nodes(names=list(NODES)):

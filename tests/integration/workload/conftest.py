@@ -12,11 +12,10 @@ import ports
 import pytest
 from kubeapi_process import KubeApiProcess
 from kubernetes import client as k8s
+from schema_db import fresh_with_schema
 
 from bringup.kube import KubeAdapter
 from bringup.netbox.adapter import NetBox, connect
-from bringup.netbox.schema import load_schema
-from bringup.netbox.schema_apply import apply_schema
 from bringup.provision.image import load_manifest
 from bringup.sku import load_skus, nic_counts
 from lab.fleet import FleetProfile, loads_fleet
@@ -85,11 +84,7 @@ def pool_netbox(netbox_server, postgres, netbox_url, netbox_token) -> NetBox:
     """NetBox with the schema and pool p's two nodes, active, once for the module (the
     schema and the seed take most of a minute on a busy machine); each test sets the pool's
     acceptance section and clears the nodes' reasons (:func:`set_pool`)."""
-    from lab.netbox_server import PRISTINE_DB
-    postgres.clone(PRISTINE_DB, ports.netbox_db("test"))
-    ports.flush_redis()
-    nb = NetBox(connect(netbox_url, netbox_token))
-    apply_schema(nb, load_schema())
+    nb = fresh_with_schema(postgres, ports.netbox_db("test"), lambda: NetBox(connect(netbox_url, netbox_token)))
     seed(nb, loads_fleet(fleet_text(), nic_counts(load_skus())), load_skus())
     for rec in nb.nodes(tag="pool-p"):
         nb.update_node(rec.id, stage="active", status="active")
