@@ -60,14 +60,14 @@ def load_installer(node: NodeSpec, home: Path):
     try:
         from lab.nodes.install import install_from_media  # type: ignore[import-not-found]
     except ImportError:
-        def absent(image_url: str, seed_url: str | None = None) -> None:
+        def absent(image_url: str, seed_url: str | None = None, current: Callable[[], bool] | None = None) -> None:
             log.warning("%s: OS install from %s requested, but lab.nodes.install is not available",
                         node.name, image_url)
         return absent
 
-    def install(image_url: str, seed_url: str | None = None) -> dict:
+    def install(image_url: str, seed_url: str | None = None, current: Callable[[], bool] | None = None) -> dict:
         # a failure propagates: the BMC state shows it as a failed boot (BootProgress, log)
-        return install_from_media(node, image_url, home, seed_url)
+        return install_from_media(node, image_url, home, seed_url, current=current)
     return install
 
 

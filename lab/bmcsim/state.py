@@ -70,10 +70,11 @@ class BmcState:
     profile: VendorProfile = field(default_factory=load_profile)
     power_delay: float = 1.0
     clock: Callable[[], float] = time.monotonic
-    #: called as installer(image_url, seed_url) when the OS "installs" from virtual media
-    #: (seed_url: the image in the second medium, or None); raises if the image does not
-    #: boot; returns {"installed": False} when the node hangs after it or at the installer
-    installer: Callable[[str, str | None], Any] | None = None
+    #: called as installer(image_url, seed_url, current) when the OS "installs" from virtual
+    #: media (seed_url: the image in the second medium, or None; current(): no reset since
+    #: this boot, so an install a reset cut short leaves nothing behind); raises if the image
+    #: does not boot; returns {"installed": False} when the node hangs after it or at the installer
+    installer: Callable[[str, str | None, Callable[[], bool]], Any] | None = None
     #: called when a reset is about to boot the installer: the running OS goes down at once
     #: (its sshd must not answer the wait for the new one)
     os_down: Callable[[], Any] | None = None
@@ -287,14 +288,21 @@ class BmcState:
                 log.info("%s: the install from %s of boot %s is dropped: the node was reset since",
                          self.node.name, image, boot)
                 return
+
+            def current() -> bool:   # no reset since this boot: a reset takes the installer down
+                return boot is None or boot == self.boots
             try:
-                result = self.installer(image, seed) if self.installer is not None else None
+                result = self.installer(image, seed, current) if self.installer is not None else None
             except Exception as exc:
                 log.warning("%s: boot from %s failed: %s", self.node.name, image, exc)
                 with self.lock:
                     self._boot_failed(f"{self.profile.boot_failure_message} (virtual media {image}: {exc})")
                 return
             with self.lock:
+                if not current():
+                    log.info("%s: the install from %s of boot %s was cut short by a reset", self.node.name,
+                             image, boot)
+                    return
                 hung = isinstance(result, dict) and result.get("installed") is False
                 self.os_state = "hung" if hung else "running"
             log.info("%s: install from %s ended: %s", self.node.name, image, self.os_state)

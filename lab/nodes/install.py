@@ -22,6 +22,7 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -136,10 +137,14 @@ def node_env(node: NodeSpec, versions: dict[str, Any], root: Path) -> dict[str, 
 
 
 def install_from_media(node: NodeSpec, image_url: str, home: Path, seed_url: str | None = None,
-                       images_dir: Path = IMAGES_DIR) -> dict:
+                       images_dir: Path = IMAGES_DIR, current: Callable[[], bool] | None = None) -> dict:
     """Boot ``node`` from the installer at ``image_url`` with the seed at ``seed_url`` (the
     second virtual medium). Returns the node's state: installed and up; hung after the
-    install (fault ``never_returns``); or at the installer (no seed, or a bad one)."""
+    install (fault ``never_returns``); or at the installer (no seed, or a bad one).
+    ``current()`` says whether the node was not reset since this boot: an install a reset
+    cut short changes nothing more (the reset's own boot installs, or not)."""
+    if current is not None and not current():
+        return {"name": node.name, "installed": False, "boot": "reset during the installer"}
     try:
         manifest_for_url(image_url, images_dir)
     except ConfigError as exc:  # an unknown ISO does not boot: the node stays as it was
@@ -152,8 +157,10 @@ def install_from_media(node: NodeSpec, image_url: str, home: Path, seed_url: str
         seed = parse_seed(files.get("user-data", ""), f"{seed_url}!user-data")
         manifest = load_manifest(seed.image, images_dir)
     except (LabError, ConfigError) as exc:  # SeedInvalid included
+        if current is not None and not current():
+            return {"name": node.name, "installed": False, "boot": "reset during the installer"}
         return at_installer(node, home, image_url, str(exc), seed_url)
-    return install_from_seed(node, seed, files["user-data"], home, image_url, manifest)
+    return install_from_seed(node, seed, files["user-data"], home, image_url, manifest, current=current)
 
 
 def going_down(node: NodeSpec, home: Path) -> None:
@@ -180,8 +187,9 @@ def at_installer(node: NodeSpec, home: Path, image_url: str, reason: str, seed_u
 
 
 def install_from_seed(node: NodeSpec, seed: Seed, user_data: str, home: Path, image_url: str,
-                      manifest: ImageManifest) -> dict:
-    """Apply a parsed seed to the node and boot it (what subiquity + cloud-init leave)."""
+                      manifest: ImageManifest, current: Callable[[], bool] | None = None) -> dict:
+    """Apply a parsed seed to the node and boot it (what subiquity + cloud-init leave);
+    ``current`` as :func:`install_from_media`'s."""
     nd = NodeDir(home, node.name)
     nd.dir.mkdir(parents=True, exist_ok=True)
     # first say "installing", so the supervisor does not restart the old sshd meanwhile
@@ -205,6 +213,9 @@ def install_from_seed(node: NodeSpec, seed: Seed, user_data: str, home: Path, im
     hardware = node.model_copy(update={"faults": [*node.faults, *injected(home, node.name)]})
     nd.env_file.write_text(json.dumps(node_env(hardware, versions, nd.root), indent=2, sort_keys=True))
     never = node.has_fault(FaultKind.NEVER_RETURNS)
+    if current is not None and not current():   # reset before the installed OS booted
+        log.info("%s: the install of %s was cut short by a reset", node.name, manifest.name)
+        return {"name": node.name, "installed": False, "boot": "reset during the installer"}
     state = {"name": node.name, "installed": not never, "image": manifest.name, "image_url": image_url,
              "versions": versions, "installed_at": time.time(),
              "boot": "hung after install" if never else "up"}

@@ -244,7 +244,7 @@ def _cd_boot(svc, clock):
 
 
 def test_reset_with_media_and_cd_override_installs_once():
-    svc, clock = make(installer=lambda image, seed=None: {"installed": True})
+    svc, clock = make(installer=lambda image, seed=None, current=None: {"installed": True})
     _insert(svc, clock, "http://img/os.iso")
     _cd_boot(svc, clock)
     assert svc.state.installs == ["http://img/os.iso"]
@@ -259,14 +259,15 @@ def test_a_reset_while_the_installer_runs_installs_again_after_it_never_beside_i
     # left it without an sshd (the older one stopped the newer one's)
     calls, first_running, release = [], threading.Event(), threading.Event()
 
-    def installer(image, seed=None):
+    def installer(image, seed=None, current=None):
         n = len([c for c in calls if c[0] == "start"]) + 1
         calls.append(("start", n))
         if n == 1:
             first_running.set()
             release.wait(10)
         calls.append(("end", n))
-        return {"installed": True}
+        # the first install is told the node was reset under it: it leaves nothing behind
+        return {"installed": True} if current() else {"installed": False, "cut": n}
     svc, clock = make(installer=installer)
     _insert(svc, clock, "http://img/os.iso")
     _cd_boot(svc, clock)
@@ -280,10 +281,14 @@ def test_a_reset_while_the_installer_runs_installs_again_after_it_never_beside_i
         time.sleep(0.02)
     assert calls == [("start", 1), ("end", 1), ("start", 2), ("end", 2)]
     assert svc.state.installs == ["http://img/os.iso", "http://img/os.iso"]
+    deadline = time.monotonic() + 10
+    while svc.state.os_state != "running" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert svc.state.os_state == "running"     # the second boot's install decided it
 
 
 def test_the_install_of_a_boot_that_a_reset_superseded_never_runs():
-    svc, clock = make(installer=lambda image, seed=None: pytest.fail("a superseded boot must not install"))
+    svc, clock = make(installer=lambda image, seed=None, current=None: pytest.fail("a superseded boot must not install"))
     svc.state.boots = 3
     svc.state._install("http://img/os.iso", None, boot=2)   # the thread's work, run here
     assert svc.state.os_state == "none"
@@ -295,7 +300,7 @@ def _boot_log(svc):
 
 
 def test_a_failed_media_boot_shows_on_the_bmc():
-    svc, clock = make("[{kind: boot_fail}]", installer=lambda image, seed=None: pytest.fail("must not install"))
+    svc, clock = make("[{kind: boot_fail}]", installer=lambda image, seed=None, current=None: pytest.fail("must not install"))
     _insert(svc, clock, "http://img/os.iso")
     _cd_boot(svc, clock)
     assert call(svc, "GET", SYS).body["BootProgress"]["LastState"] == "SystemHardwareInitializationComplete"
@@ -304,7 +309,7 @@ def test_a_failed_media_boot_shows_on_the_bmc():
 
 
 def test_an_install_that_raises_is_a_boot_failure_on_the_bmc():
-    def broken(image, seed=None):
+    def broken(image, seed=None, current=None):
         raise RuntimeError("unknown ISO")
     svc, clock = make(installer=broken)
     _insert(svc, clock, "http://img/other.iso")
@@ -315,7 +320,7 @@ def test_an_install_that_raises_is_a_boot_failure_on_the_bmc():
 
 
 def test_boot_patch_without_mode_reverts_to_legacy_and_the_boot_fails_visibly():
-    svc, clock = make(installer=lambda image, seed=None: pytest.fail("must not install"))
+    svc, clock = make(installer=lambda image, seed=None, current=None: pytest.fail("must not install"))
     _insert(svc, clock, "http://img/os.iso")
     call(svc, "PATCH", SYS, {"Boot": {"BootSourceOverrideTarget": "Cd", "BootSourceOverrideEnabled": "Once"}})
     assert call(svc, "GET", SYS).body["Boot"]["BootSourceOverrideMode"] == "Legacy"

@@ -134,21 +134,21 @@ def test_a_failed_media_boot_is_seen_on_the_bmc_at_the_first_check(monkeypatch):
 
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_a_good_install_waits_for_ssh_and_ejects(vendor, monkeypatch):
-    result, waits, svc = _install(vendor, "[]", monkeypatch, installer=lambda image, seed=None: {"installed": True})
+    result, waits, svc = _install(vendor, "[]", monkeypatch, installer=lambda image, seed=None, current=None: {"installed": True})
     assert result.ok and result.waited == "SHA256:node" and svc.state.installs == ["http://img/u.iso"]
     assert len(waits) > 1 and result.ejected and svc.state.media_image is None   # waited for the OS, then ejected
 
 
 def test_a_hung_node_is_still_a_timeout_because_the_bmc_cannot_tell(monkeypatch):
     with pytest.raises(SSHError):
-        _install("bmcsim", "[]", monkeypatch, installer=lambda image, seed=None: {"installed": False})
+        _install("bmcsim", "[]", monkeypatch, installer=lambda image, seed=None, current=None: {"installed": False})
 
 
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_the_seed_goes_in_the_second_medium_and_both_are_ejected(vendor, monkeypatch):
     booted = []
     result, _, svc = _install(vendor, "[]", monkeypatch, seed_url="http://seeds/n1.iso",
-                              installer=lambda image, seed=None: booted.append((image, seed)) or {"installed": True})
+                              installer=lambda image, seed=None, current=None: booted.append((image, seed)) or {"installed": True})
     assert result.ok and result.seed_url == "http://seeds/n1.iso"
     # the node booted the installer CD with the seed beside it, as the BMC held them at the reset
     assert booted == [("http://img/u.iso", "http://seeds/n1.iso")]
