@@ -216,11 +216,12 @@ class Services:
                 "prefect server": procs.pid_of(self.paths.run, "prefect-scale"),
                 "postgresql": procs.pid_of(self.paths.run, "postgres") or _postmaster(self.pg.data)}
 
-    def settings(self, folder: Path) -> Path:
+    def settings(self, folder: Path, renew_every: float | None = None) -> Path:
         path = folder / "scale-settings.yaml"
         path.write_text(f"site: {SITE}\nnetbox_url: {self.netbox.url(NETBOX_PORT)}\n"
                         f"netbox_token_file: {self.token_file}\nprefect_api_url: {self.prefect.api_url}\n"
-                        f"spool_dir: {folder / 'spool'}\n")
+                        f"spool_dir: {folder / 'spool'}\n"
+                        + (f"lease_renew_every_s: {renew_every}\n" if renew_every else ""))
         return path
 
 
@@ -316,6 +317,8 @@ def main() -> None:
     ap.add_argument("--reuse-seed", action="store_true",
                     help="keep each size's seeded database for the next bench run and use one a run kept "
                          "(runs of two versions of the code side by side start from the same NetBox)")
+    ap.add_argument("--renew-every", type=float, default=None,
+                    help="the settings' lease_renew_every_s (default: bringup's, 71.5 s)")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--child-workers", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--child-config", help=argparse.SUPPRESS)
@@ -331,8 +334,9 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="bringup-scale-"))
     svc = Services()
     svc.start()
-    config = svc.settings(folder)
+    config = svc.settings(folder, args.renew_every)
     print(f"stand-in seconds: {durations}; limits: {LIMITS}; rack size {args.rack_size}; "
+          f"lease renewed every {args.renew_every or 'default'} s; "
           f"NetBox {svc.netbox.url(NETBOX_PORT)} (2 gunicorn workers), Prefect on PostgreSQL", flush=True)
     try:
         for n in [int(x) for x in args.nodes.split(",")]:

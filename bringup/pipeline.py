@@ -40,7 +40,8 @@ def lifecycle(ctx: Context) -> Lifecycle:
     records = NetBoxRecords(ctx, labels=partial(cluster_labels, ctx))
     steps = {name: partial(fn, ctx) for name, fn in STEPS.items()}
     lc = Lifecycle(steps=steps, records=records, on_quarantine=partial(isolate, ctx),
-                   repeat_offender=partial(repeat_offender, ctx), spool=Spool(ctx.settings.spool_path()))
+                   repeat_offender=partial(repeat_offender, ctx), spool=Spool(ctx.settings.spool_path()),
+                   renew_every=ctx.settings.lease_renew_every_s)
     # a drain says in NetBox what holds it while it waits, through the lifecycle's own writer
     steps["drain"] = partial(drain, ctx, waiting=lc.hold)
     lc.on_drain = partial(drain_node, ctx, waiting=lc.hold)

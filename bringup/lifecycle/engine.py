@@ -106,6 +106,8 @@ class Lifecycle(Leasing, ServiceExits):
     #: where a result NetBox could not take waits for the next run (:class:`bringup.netbox.spool.Spool`)
     spool: Any = None
     clock: Callable[[], float] = time.monotonic
+    #: seconds between a held lease's renewals; the lease lives :func:`~bringup.netbox.lease.ttl_for` it
+    renew_every: float = leases.RENEW_EVERY_S
     #: node -> (record, when): the record NetBox last answered a write of it with, whole
     _answered: dict[str, tuple[Any, float]] = field(default_factory=dict, init=False, repr=False)
 

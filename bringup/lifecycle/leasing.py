@@ -62,6 +62,8 @@ class Leasing:
     #: node -> (record, when): the record NetBox last answered a write of it with, whole
     _answered: dict[str, tuple[Any, float]]
     clock: Callable[[], float]
+    #: seconds between a held lease's renewals (the site's ``lease_renew_every_s``)
+    renew_every: float
 
     def hold(self, name: str, reason: str, evidence: list[Any] = ()) -> None:  # the engine's
         raise NotImplementedError
@@ -87,10 +89,15 @@ class Leasing:
         return seen is not None and seen[0] is node and self.clock() - seen[1] < FRESH_S
 
     # --- taking, renewing, giving back ------------------------------------------------------------
-    def acquire(self, name: str, me: leases.Claimant, ttl: float = leases.TTL_S,
+    def _ttl(self) -> float:
+        return leases.ttl_for(self.renew_every)
+
+    def acquire(self, name: str, me: leases.Claimant, ttl: float | None = None,
                 ended: Callable[[str], bool] | None = None) -> leases.LeaseHeld | None:
         """Take the node's lease for ``me``; who holds it instead, when another live run does.
-        ``ended(run)`` tells whether a holding run is over (its lease is then free)."""
+        ``ended(run)`` tells whether a holding run is over (its lease is then free). ``ttl``:
+        the lease's lifetime (by default the one of this engine's renewal cadence)."""
+        ttl = self._ttl() if ttl is None else ttl
         self._why.pop(name, None)   # a new walk: nothing has stopped it yet
         node = self.records.node(name)
         asked = leases.utcnow()   # the claim sets the expiry later than this: a lower bound
@@ -100,8 +107,9 @@ class Leasing:
             self._tenancy[(name, me.holder)] = leases.Tenancy(name, me.holder, until=asked + timedelta(seconds=ttl))
         return held
 
-    def renew(self, name: str, holder: str, ttl: float = leases.TTL_S) -> str | None:
+    def renew(self, name: str, holder: str, ttl: float | None = None) -> str | None:
         """Push the lease's expiry on; why it was lost, when it no longer is ``holder``'s."""
+        ttl = self._ttl() if ttl is None else ttl
         tenancy = self._tenancy.get((name, holder))
         asked = leases.utcnow()
         try:
@@ -123,11 +131,14 @@ class Leasing:
         node = self._leased.pop((name, holder), None) or self.records.node(name)
         self.records.release(node, holder)
 
-    def renewer(self, name: str, holder: str, *, ttl: float = leases.TTL_S, every: float = leases.RENEW_EVERY_S,
+    def renewer(self, name: str, holder: str, *, ttl: float | None = None, every: float | None = None,
                 logger: Any = None) -> leases.Renewer:
         """The renewer of a lease taken with :meth:`acquire` (a context manager: renews on a
         thread while the block runs, then gives the lease back). If it stops early, the
-        walk's next fence stops the walk at once."""
+        walk's next fence stops the walk at once. By default it renews at this engine's
+        cadence (:attr:`renew_every`) to the matching lifetime."""
+        every = self.renew_every if every is None else every
+        ttl = leases.ttl_for(every) if ttl is None else ttl
         def stopped(why: str) -> None:
             tenancy = self._tenancy.get((name, holder))
             if tenancy is not None:

@@ -71,7 +71,7 @@ def test_the_real_wiring_hands_the_records_the_clusters_labels():
     from bringup import pipeline
 
     kube = SimpleNamespace(node_state=lambda name: SimpleNamespace(labels={"bringup.io/rack": "r1"}))
-    settings = SimpleNamespace(spool_path=lambda: Path("/nonexistent-spool"))
+    settings = SimpleNamespace(spool_path=lambda: Path("/nonexistent-spool"), lease_renew_every_s=71.5)
     ctx = SimpleNamespace(kube=kube, settings=settings,
                           evidence=SimpleNamespace(get_many=lambda pairs, kind: {}))
     records = pipeline.lifecycle(ctx).records

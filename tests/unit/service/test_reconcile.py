@@ -208,7 +208,7 @@ def test_the_real_lifecycle_isolates_through_the_confirmed_retry(monkeypatch, tm
 
     kube = FakeCluster("n1")
     kube.deaf = 1
-    settings = type("S", (), {"netbox_outage_s": 0, "spool_path": lambda self: tmp_path})()
+    settings = type("S", (), {"netbox_outage_s": 0, "lease_renew_every_s": 71.5, "spool_path": lambda self: tmp_path})()
     ctx = type("Ctx", (), {"kube": kube, "settings": settings})()
     monkeypatch.setattr(rc.time, "sleep", lambda s: None)
     lc = stages.lifecycle(ctx)
