@@ -63,7 +63,8 @@ class ScaleRuntime(SiteRuntime):
             if self._lifecycle is None:
                 records = NetBoxRecords(self.ctx)
                 steps = {name: partial(self._step, name) for name in STEP_NAMES}
-                self._lifecycle = Lifecycle(steps=steps, records=records, spool=Spool(self.ctx.settings.spool_path()))
+                self._lifecycle = Lifecycle(steps=steps, records=records, spool=Spool(self.ctx.settings.spool_path()),
+                                            renew_every=self.ctx.settings.lease_renew_every_s)
             return self._lifecycle
 
     def _step(self, step: str, node: Any, params: Any) -> StepResult:
