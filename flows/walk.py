@@ -30,7 +30,7 @@ from bringup.lifecycle.results import NodeReport, StepResult, interleave_by
 from bringup.netbox.lease import Claimant, LeaseHeld
 from bringup.netbox.request_count import COUNT, since
 
-from . import kept_leases, runtime
+from . import kept_leases, runtime, step_errors
 from .artifacts import publish_fleet, publish_node, publish_report, publish_requests
 from .limits import BMC_LIMIT, INSTALL_LIMIT, burnin_limit, drain_releases, ensure_rack_limits, slot
 from .orchestrator import talking_to_prefect, translated
@@ -72,9 +72,19 @@ def run_step(node: str, rack: str, state: str, step: str, params: dict, config: 
              order: int = 0, holder: str | None = None) -> StepResult:
     lc = runtime.get(config).lifecycle()
     uses = next(s.uses for s in lc.handler(State(state)).steps if s.name == step)
-    with talking_to_prefect(f"{node}: {step}: holding concurrency slots"), \
-            slot(limits_for(uses, rack), priority=PRIORITY.get(step, 0), order=order):
-        return lc.run_step(node, state, step, params, holder=holder)
+    key = (holder or "", node, step)
+    try:
+        with talking_to_prefect(f"{node}: {step}: holding concurrency slots"), \
+                slot(limits_for(uses, rack), priority=PRIORITY.get(step, 0), order=order):
+            result = lc.run_step(node, state, step, params, holder=holder)
+    except BringupError as exc:
+        # the node's own failure on an earlier try stays in the reason (flows.step_errors)
+        raised = step_errors.failed(key, exc)
+        if raised is exc:
+            raise
+        raise raised from exc
+    step_errors.succeeded(key)
+    return result
 
 
 def claimant() -> Claimant:
