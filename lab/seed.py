@@ -91,7 +91,8 @@ def seed(nb: NetBox, fleet: FleetProfile, skus: dict[str, SkuSpec]) -> SeedRepor
             "custom_fields": initial_fields()} for node in chunk])
         have.update({d.name: d for d in made})
     report.created = [n.name for n in new]
-    report.existing = [n.name for n in fleet.nodes if n.name not in report.created]
+    created = set(report.created)
+    report.existing = [n.name for n in fleet.nodes if n.name not in created]
     report.macs = _seed_interfaces(nb, site.id, [(have[n.name], n, skus[n.sku]) for n in fleet.nodes])
     return report
 

@@ -23,13 +23,13 @@ from collections.abc import Callable
 import ports
 
 from bringup.netbox.adapter import NetBox
-from bringup.netbox.schema import load_schema
+from bringup.netbox.schema import Schema, load_schema
 from bringup.netbox.schema_apply import apply_schema
 
 
-def template_name() -> str:
+def template_name(schema: Schema) -> str:
     from lab.netbox_server import NETBOX_VERSION
-    doc = json.dumps(dataclasses.asdict(load_schema()), sort_keys=True, default=str)
+    doc = json.dumps(dataclasses.asdict(schema), sort_keys=True, default=str)
     return f"nbschema_{NETBOX_VERSION.replace('.', '_')}_{hashlib.sha256(doc.encode()).hexdigest()[:12]}"
 
 
@@ -38,7 +38,8 @@ def fresh_with_schema(postgres, db: str, adapter: Callable[[], NetBox]) -> NetBo
     pristine database with bringup's schema applied; this slot's Redis emptied."""
     from lab.netbox_server import PRISTINE_DB
     from lab.paths import LabPaths
-    template = template_name()
+    schema = load_schema()
+    template = template_name(schema)
     if postgres.exists(template):
         postgres.clone(template, db)
         ports.flush_redis()
@@ -46,7 +47,7 @@ def fresh_with_schema(postgres, db: str, adapter: Callable[[], NetBox]) -> NetBo
     postgres.clone(PRISTINE_DB, db)
     ports.flush_redis()
     nb = adapter()
-    apply_schema(nb, load_schema())
+    apply_schema(nb, schema)
     # one worker at a time makes the template; a second finds it made
     with open(LabPaths.default().home / ".tests-schema.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

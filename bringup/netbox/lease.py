@@ -49,18 +49,20 @@ RENEW_EVERY_S = CALL_WORST_S / 2
 #: a run records a result only while its lease has at least this long to go: the recording
 #: writes land (one HTTP call's worst case) before anyone else may take the node
 FENCE_MARGIN_S = CALL_WORST_S
-#: a lease lasts this long unless renewed: the last renewal's write may land WORST_CASE_S
-#: after it set the expiry, then the pause, then the next renewal at its worst, and the
-#: fence's margin is still left
-TTL_S = WORST_CASE_S + RENEW_EVERY_S + RENEW_WORST_S + FENCE_MARGIN_S
 
 
 def ttl_for(every: float) -> float:
-    """The lease's lifetime when it is renewed every ``every`` seconds (:data:`TTL_S` for
-    the default): the same margins, whatever the cadence. A site raises the cadence to
+    """The lease's lifetime when it is renewed every ``every`` seconds: the last renewal's
+    write may land WORST_CASE_S after it set the expiry, then the pause, then the next
+    renewal at its worst, and the fence's margin is still left, whatever the cadence
+    (:data:`TTL_S` at the default one). A site raises the cadence to
     send NetBox fewer renewals (each a conditional write of every node a run holds); a
     controller that vanished then keeps its nodes that much longer."""
     return WORST_CASE_S + every + RENEW_WORST_S + FENCE_MARGIN_S
+
+
+#: a lease lasts this long unless renewed, at the default cadence
+TTL_S = ttl_for(RENEW_EVERY_S)
 #: compare-and-swap attempts before giving up (each loss means someone else wrote the node)
 CAS_ATTEMPTS = 5
 

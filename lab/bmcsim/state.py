@@ -281,16 +281,15 @@ class BmcState:
             self.boot_target = "None"
 
     def _install(self, image: str, seed: str | None = None, boot: int | None = None) -> None:
-        with self.install_lock:
+        def current() -> bool:   # no reset since this boot: a reset takes the installer down
             with self.lock:
-                superseded = boot is not None and boot != self.boots
-            if superseded:   # reset again before this boot's installer ran: that boot is gone
+                return boot is None or boot == self.boots
+
+        with self.install_lock:
+            if not current():   # reset again before this boot's installer ran: that boot is gone
                 log.info("%s: the install from %s of boot %s is dropped: the node was reset since",
                          self.node.name, image, boot)
                 return
-
-            def current() -> bool:   # no reset since this boot: a reset takes the installer down
-                return boot is None or boot == self.boots
             try:
                 result = self.installer(image, seed, current) if self.installer is not None else None
             except Exception as exc:

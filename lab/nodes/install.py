@@ -143,8 +143,8 @@ def install_from_media(node: NodeSpec, image_url: str, home: Path, seed_url: str
     install (fault ``never_returns``); or at the installer (no seed, or a bad one).
     ``current()`` says whether the node was not reset since this boot: an install a reset
     cut short changes nothing more (the reset's own boot installs, or not)."""
-    if current is not None and not current():
-        return {"name": node.name, "installed": False, "boot": "reset during the installer"}
+    if (cut := _cut_short(node, current)) is not None:
+        return cut
     try:
         manifest_for_url(image_url, images_dir)
     except ConfigError as exc:  # an unknown ISO does not boot: the node stays as it was
@@ -157,10 +157,17 @@ def install_from_media(node: NodeSpec, image_url: str, home: Path, seed_url: str
         seed = parse_seed(files.get("user-data", ""), f"{seed_url}!user-data")
         manifest = load_manifest(seed.image, images_dir)
     except (LabError, ConfigError) as exc:  # SeedInvalid included
-        if current is not None and not current():
-            return {"name": node.name, "installed": False, "boot": "reset during the installer"}
+        if (cut := _cut_short(node, current)) is not None:
+            return cut
         return at_installer(node, home, image_url, str(exc), seed_url)
     return install_from_seed(node, seed, files["user-data"], home, image_url, manifest, current=current)
+
+
+def _cut_short(node: NodeSpec, current: Callable[[], bool] | None) -> dict | None:
+    """The state an install returns once a reset took its boot away (None while it has not)."""
+    if current is None or current():
+        return None
+    return {"name": node.name, "installed": False, "boot": "reset during the installer"}
 
 
 def going_down(node: NodeSpec, home: Path) -> None:
@@ -213,9 +220,9 @@ def install_from_seed(node: NodeSpec, seed: Seed, user_data: str, home: Path, im
     hardware = node.model_copy(update={"faults": [*node.faults, *injected(home, node.name)]})
     nd.env_file.write_text(json.dumps(node_env(hardware, versions, nd.root), indent=2, sort_keys=True))
     never = node.has_fault(FaultKind.NEVER_RETURNS)
-    if current is not None and not current():   # reset before the installed OS booted
+    if (cut := _cut_short(node, current)) is not None:   # reset before the installed OS booted
         log.info("%s: the install of %s was cut short by a reset", node.name, manifest.name)
-        return {"name": node.name, "installed": False, "boot": "reset during the installer"}
+        return cut
     state = {"name": node.name, "installed": not never, "image": manifest.name, "image_url": image_url,
              "versions": versions, "installed_at": time.time(),
              "boot": "hung after install" if never else "up"}
