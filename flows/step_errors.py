@@ -52,3 +52,11 @@ def succeeded(key: tuple[str, str, str]) -> None:
     """The step's try went through: nothing of its earlier tries is kept."""
     with _lock:
         _seen.pop(key, None)
+
+
+def forget(holder: str, node: str) -> None:
+    """The walk of ``node`` under ``holder`` is over: nothing of its steps' tries is kept
+    (a batch worker lives for many runs; a step whose tries ran out never succeeded)."""
+    with _lock:
+        for key in [k for k in _seen if k[:2] == (holder, node)]:
+            del _seen[key]

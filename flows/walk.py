@@ -187,6 +187,7 @@ def walk_node(node: str, rack: str, params: dict, *, config: str | None = None, 
             kept_leases.keep(node, me.holder, lease)   # the fabric test and the next leg are this run's
             kept = True
     finally:
+        step_errors.forget(me.holder, node)
         if not kept:
             lease.close()
     report.rack = report.rack or rack

@@ -29,3 +29,11 @@ def test_another_run_or_step_and_a_try_that_went_through_keep_nothing():
     assert step_errors.failed((*KEY[:2], "firmware"), netbox) is netbox
     step_errors.succeeded(KEY)
     assert step_errors.failed(KEY, netbox) is netbox
+
+
+def test_a_walk_that_ends_keeps_nothing_of_its_steps_tries():
+    bmc = RedfishServerError("BMC answered 500")
+    netbox = NetBoxUnavailable("NetBox did not answer in time")
+    step_errors.failed(KEY, bmc)                       # its tries ran out on the BMC
+    step_errors.forget(*KEY[:2])
+    assert step_errors.failed(KEY, netbox) is netbox
