@@ -28,7 +28,8 @@ class Context:
     @property
     def netbox(self) -> NetBox:
         if self._netbox is None:
-            self._netbox = NetBox(connect(self.settings.netbox_url, self.settings.netbox_token()))
+            self._netbox = NetBox(connect(self.settings.netbox_url, self.settings.netbox_token(),
+                                          inflight=self.settings.netbox_max_inflight))
         return self._netbox
 
     def node(self, name: str) -> NodeRecord:

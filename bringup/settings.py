@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bringup.errors import ConfigError
 from bringup.localfiles import read_secret_file
-from bringup.netbox.http_retry import OUTAGE_S
+from bringup.netbox.http_retry import MAX_INFLIGHT, OUTAGE_S
 from bringup.netbox.lease import RENEW_EVERY_S
 from bringup.yamlio import load_file, validation_error
 
@@ -109,10 +109,14 @@ class Settings(BaseModel):
     spool_dir: Path | None = None
     #: how long a NetBox write is retried through an outage before the result is spooled
     netbox_outage_s: float = OUTAGE_S  # the budget of bringup.netbox.http_retry
+    #: requests one controller process has at NetBox at once; the rest wait their turn here,
+    #: not in NetBox's queue against the read timeout (bringup.netbox.http_retry). Raise it
+    #: with NetBox's worker processes
+    netbox_max_inflight: int = Field(default=MAX_INFLIGHT, ge=1, le=256)
     #: seconds between the renewals of a node lease a run holds: each is a conditional
     #: write of the node in NetBox, so a long run of many nodes sends renewals/(this) a
     #: second; the lease lives this plus NetBox's worst cases (bringup.netbox.lease.ttl_for:
-    #: 1,003.5 s at the default), which is how long a vanished controller keeps its nodes
+    #: 1,123.5 s at the default), which is how long a vanished controller keeps its nodes
     lease_renew_every_s: float = Field(default=RENEW_EVERY_S, ge=10.0, le=3600.0)
     #: what one GPU-hour of this fleet costs, in US dollars, whatever the node is doing:
     #: the hardware's depreciation plus power, cooling, space, network and support, per

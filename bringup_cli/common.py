@@ -43,4 +43,4 @@ def settings(path: Path | None = None) -> Settings:
 
 
 def netbox(s: Settings) -> NetBox:
-    return NetBox(connect(s.netbox_url, s.netbox_token()))
+    return NetBox(connect(s.netbox_url, s.netbox_token(), inflight=s.netbox_max_inflight))

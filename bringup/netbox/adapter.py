@@ -32,6 +32,7 @@ from bringup.netbox import graphql
 from bringup.netbox.devices import DeviceState, NodeRecord, version_of  # importers find them here too
 from bringup.netbox.devices import choice_value as _value
 from bringup.netbox.devices import node_record as _record
+from bringup.netbox.http_retry import Busy
 from bringup.netbox.http_retry import connect as connect  # importers find it here too
 from bringup.netbox.journal_once import JournalOnce
 
@@ -67,6 +68,9 @@ def _guard(fn):
         except requests.ConnectionError as exc:
             raise NetBoxUnavailable(f"cannot reach NetBox: {exc.__class__.__name__}",
                                     hint="is it running? `bringup lab status` shows the lab's") from None
+        except Busy as exc:
+            raise NetBoxUnavailable(str(exc), hint="NetBox is overloaded: give it more workers, or lower "
+                                    "netbox_max_inflight on the controllers that share it") from None
         except requests.Timeout:
             raise NetBoxUnavailable("NetBox did not answer in time") from None
     wrapper.__name__ = fn.__name__

@@ -35,7 +35,7 @@ from typing import Any, Literal, Self
 
 from bringup.errors import BringupError, ControllerFault, PreconditionFailed
 from bringup.localfiles import pid_alive
-from bringup.netbox.http_retry import CALL_WORST_S, WORST_CASE_S
+from bringup.netbox.http_retry import CALL_WORST_S, SENDS_WORST_S, WORST_CASE_S
 from bringup.retry import Backoff, retry
 from bringup.times import strict_time
 
@@ -44,8 +44,9 @@ FIELD = "bringup_lease"
 # not beside it: a live holder must never see its lease run out because NetBox was slow.
 #: one renewal at its worst: its read and its conditional write, each riding out an outage
 RENEW_WORST_S = 2 * WORST_CASE_S
-#: a run renews its leases this often, counted from the end of the last renewal
-RENEW_EVERY_S = CALL_WORST_S / 2
+#: a run renews its leases this often, counted from the end of the last renewal (half of one
+#: call's sends at their worst: 71.5 s)
+RENEW_EVERY_S = SENDS_WORST_S / 2
 #: a run records a result only while its lease has at least this long to go: the recording
 #: writes land (one HTTP call's worst case) before anyone else may take the node
 FENCE_MARGIN_S = CALL_WORST_S
