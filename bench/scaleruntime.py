@@ -2,8 +2,8 @@
 evidence, selection) with only the hardware-facing step bodies replaced by timed stand-ins.
 
 :class:`ScaleRuntime` is :class:`flows.runtime.SiteRuntime` over a settings file that names
-the bench's NetBox; its lifecycle is built as :func:`bringup.pipeline.lifecycle` builds the
-real one (NetBox records, the result spool), but each step sleeps its duration and returns
+the bench's NetBox; its lifecycle is built by :func:`bringup.pipeline.engine`, as the real
+one is (NetBox records, the result spool, the site's lease cadence), but each step sleeps its duration and returns
 what the real step records on a healthy node: the custom fields it sets and one evidence
 document of the kind it keeps (a small one: the bench measures what the pipeline costs the
 source of truth per request, not the size of a BMC's inventory). What needs hardware or a
@@ -24,8 +24,7 @@ from typing import Any
 
 from bringup.lifecycle.engine import STEP_NAMES, Lifecycle
 from bringup.lifecycle.results import Evidence, StepResult
-from bringup.netbox.records import NetBoxRecords
-from bringup.netbox.spool import Spool
+from bringup.pipeline import engine
 from bringup.service.blastradius import Decision, Request
 from bringup.service.reconcile import Row, Target
 from flows.runtime import SiteRuntime
@@ -61,10 +60,8 @@ class ScaleRuntime(SiteRuntime):
     def lifecycle(self) -> Lifecycle:
         with self._build:   # one engine, as SiteRuntime builds it
             if self._lifecycle is None:
-                records = NetBoxRecords(self.ctx)
                 steps = {name: partial(self._step, name) for name in STEP_NAMES}
-                self._lifecycle = Lifecycle(steps=steps, records=records, spool=Spool(self.ctx.settings.spool_path()),
-                                            renew_every=self.ctx.settings.lease_renew_every_s)
+                self._lifecycle = engine(self.ctx, steps)
             return self._lifecycle
 
     def _step(self, step: str, node: Any, params: Any) -> StepResult:

@@ -32,21 +32,29 @@ STEPS = {"discover": discover, "firmware": firmware, "bios": bios, "install": in
          "judge": judge, "fabric": fabric, "share": share, "join": join, "gate": gate, "drain": drain}
 
 
+def engine(ctx: Context, steps: dict, *, records: NetBoxRecords | None = None, **hooks) -> Lifecycle:
+    """A lifecycle over ``ctx``'s NetBox running ``steps``: what every engine takes from the
+    site's settings (the result spool, the lease renewal cadence) is set here and only here,
+    for the real one (:func:`lifecycle`) and for the scale bench's, whose steps are stand-ins."""
+    from bringup.netbox.spool import Spool
+    return Lifecycle(steps=steps, records=records if records is not None else NetBoxRecords(ctx),
+                     spool=Spool(ctx.settings.spool_path()), renew_every=ctx.settings.lease_renew_every_s,
+                     **hooks)
+
+
 def lifecycle(ctx: Context) -> Lifecycle:
     """The real lifecycle: NetBox records, Redfish/SSH/Kubernetes steps."""
-    from bringup.netbox.spool import Spool
     from bringup.service.guard import repeat_offender
     # the records port is NetBox only: an admitted node's labels come from the cluster, read here
     records = NetBoxRecords(ctx, labels=partial(cluster_labels, ctx))
     steps = {name: partial(fn, ctx) for name, fn in STEPS.items()}
-    lc = Lifecycle(steps=steps, records=records, on_quarantine=partial(isolate, ctx),
-                   repeat_offender=partial(repeat_offender, ctx), spool=Spool(ctx.settings.spool_path()),
-                   renew_every=ctx.settings.lease_renew_every_s)
+    lc = engine(ctx, steps, records=records, on_quarantine=partial(isolate, ctx),
+                repeat_offender=partial(repeat_offender, ctx))
     # a drain says in NetBox what holds it while it waits, through the lifecycle's own writer
     steps["drain"] = partial(drain, ctx, waiting=lc.hold)
     lc.on_drain = partial(drain_node, ctx, waiting=lc.hold)
     return lc
 
 
-__all__ = ["STEPS", "Row", "Selected", "Target", "due_for_reburnin", "lifecycle", "reconcile_fleet",
+__all__ = ["STEPS", "Row", "Selected", "Target", "due_for_reburnin", "engine", "lifecycle", "reconcile_fleet",
            "reconcile_targets", "select"]

@@ -31,7 +31,7 @@ def expiry(rec: MemoryRecords) -> float:
     return (Lease.parse(rec.lease(rec.node("n1"))).expires - NOW).total_seconds()
 
 
-def test_the_default_cadence_keeps_the_lifetime_the_lease_always_had():
+def test_the_default_cadence_claims_for_the_default_lifetime():
     assert leases.ttl_for(leases.RENEW_EVERY_S) == leases.TTL_S
     rec = MemoryRecords("n1")
     lc = Lifecycle(steps=STEPS, records=rec)
@@ -59,3 +59,16 @@ def test_the_setting_refuses_a_cadence_outside_its_bounds(tmp_path):
     for bad in (1, 7200):
         with pytest.raises((ValueError, ConfigError)):
             Settings(**base, lease_renew_every_s=bad)
+
+
+def test_every_engine_takes_the_cadence_and_spool_from_the_sites_settings(tmp_path):
+    """bringup.pipeline.engine builds the real engine and the scale bench's alike: a setting
+    passed to one and not the other (the bench's --renew-every once measured nothing) cannot be."""
+    from types import SimpleNamespace
+
+    from bringup.pipeline import engine
+    settings = SimpleNamespace(lease_renew_every_s=300.0, spool_path=lambda: tmp_path / "spool",
+                               netbox_outage_s=1.0)
+    lc = engine(SimpleNamespace(settings=settings), STEPS)
+    assert lc.renew_every == 300.0 and lc.spool.root == tmp_path / "spool"
+    assert lc.steps is STEPS and lc.records.ctx.settings is settings
