@@ -16,6 +16,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import ports
@@ -44,6 +46,11 @@ os.environ["PREFECT_SERVER_ALLOW_EPHEMERAL_MODE"] = "false"
 if ports.WORKER:
     for _var in ("COLUMNS", "LINES"):
         os.environ.pop(_var, None)
+# The controller's private state (Ansible runner folders, spooled results, reports) is the
+# test process's own, fresh each session and gone after it (every process a test starts
+# inherits it): under the user's ~/.local/state, results spooled by one run of the suite,
+# or by a run stopped half-way, were replayed by the next one (CI at 43fedd4). mkdtemp: 0700.
+os.environ["BRINGUP_STATE_DIR"] = tempfile.mkdtemp(prefix=f"bringup-state-{ports.WORKER or 'main'}-")
 
 #: tests that use a fleet lab (its fixed loopback addresses and ports) -> the xdist group
 #: they must carry, so that one worker runs them all
@@ -76,6 +83,10 @@ def pytest_collection_modifyitems(config, items):
                             "this pytest/pytest-xdist pair ignores xdist_group (see pyproject.toml)")
     if problems:
         raise pytest.UsageError("\n  ".join(["tests that could run beside their fleet lab:", *problems]))
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(os.environ.get("BRINGUP_STATE_DIR", ""), ignore_errors=True)
 
 
 def pytest_configure(config):

@@ -170,7 +170,7 @@ class Lifecycle(Leasing, ServiceExits):
             raise err
         # the lease as NetBox holds it now: the copy in a full read may be minutes old already
         self._fence(node, holder, lease_now)
-        kept = self.spool.find(name, state.value, step) if self.spool is not None else None
+        kept = self.spool.find(name, state.value, step, device=device_of(node)) if self.spool is not None else None
         if kept is not None:  # a run that could not reach NetBox did this step: record it, do not redo it
             log.info("%s: recording the %s result spooled at %s instead of running it again", name, step, kept.at)
             result = self._keep(node, state, handler, step, kept.result, replay=True)
@@ -209,7 +209,8 @@ class Lifecycle(Leasing, ServiceExits):
             if self.spool is None:
                 raise
             from bringup.netbox.spool import ResultSpooled
-            where = "" if replay else f" in {self.spool.put(node.name, state.value, step, result, error=str(exc))}"
+            where = "" if replay else (
+                f" in {self.spool.put(node.name, state.value, step, result, device=device_of(node), error=str(exc))}")
             raise ResultSpooled(f"{node.name}: NetBox is unreachable, so the {step} result is kept{where} "
                                 f"for the next run ({exc})",
                                 hint="bring NetBox back and run again: the result is recorded, not redone") from exc
@@ -370,3 +371,11 @@ class Lifecycle(Leasing, ServiceExits):
 __all__ = ["ALLOWED", "EXTRA_TRANSITIONS", "LABELS", "LEGACY", "PATH", "PROGRESS", "QUARANTINE_TAG", "REBURNIN_TAG",
            "STEP_NAMES", "TABLE", "Handler", "Lifecycle", "LifecycleError", "State", "Step", "StepCrashed", "check",
            "choices", "initial_fields", "parse_state", "path"]
+
+
+def device_of(node: Any) -> str:
+    """The NetBox device ``node``'s record is, which a spooled result must name to be replayed
+    (:mod:`bringup.netbox.spool`): its URL (the server and the device's id) and when NetBox
+    created it (a NetBox built again, a lab's for one, gives its devices the same ids)."""
+    url, created = str(getattr(node, "url", "") or ""), str(getattr(node, "created", "") or "")
+    return f"{url} created {created}" if url and created else url

@@ -205,7 +205,8 @@ class NetBox:
                  "tags": [t.slug for t in d.tags], "macs": by_device.get(d.id) if macs else None,
                  "bmc_address": str(d.oob_ip.address).split("/")[0] if d.oob_ip else "",
                  "address": str(d.primary_ip4.address).split("/")[0] if d.primary_ip4 else "",
-                 "url": str(d.url).replace("/api/", "/")} for d in devices]
+                 "url": str(d.url).replace("/api/", "/"), "created": getattr(d, "created", None),
+                 "last_updated": getattr(d, "last_updated", None)} for d in devices]
 
     def _macs(self, ids: list[int]) -> dict[int, dict[str, str]]:
         out: dict[int, dict[str, str]] = {i: {} for i in ids}

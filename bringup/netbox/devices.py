@@ -33,6 +33,9 @@ class NodeRecord:
     #: the device's version as read with it (NetBox's ETag, :func:`version_of`); "" unknown.
     #: A lease's compare-and-swap tries it before reading the version again
     version: str = ""
+    #: when NetBox created the device (ISO 8601, UTC, "+00:00"); "" unknown. With the URL it
+    #: names this device and no other: a NetBox built again gives its devices the same ids
+    created: str = ""
 
 
 @dataclass
@@ -56,6 +59,13 @@ def version_of(last_updated: Any) -> str:
     return f'W/"{ts[:-1] + "+00:00" if ts.endswith("Z") else ts}"'
 
 
+def instant(ts: Any) -> str:
+    """A NetBox timestamp as one text whichever API gave it (REST ends in "Z", GraphQL in
+    "+00:00"); "" for none."""
+    text = str(ts or "").strip()
+    return text[:-1] + "+00:00" if text.endswith("Z") else text
+
+
 def choice_value(v: Any) -> Any:
     """A choice field's value, whether it came as ``{value, label}`` or a pynetbox object."""
     if isinstance(v, dict) and "value" in v:
@@ -71,4 +81,5 @@ def node_record(view: dict[str, Any]) -> NodeRecord:
         stage=choice_value(cf.get("bringup_stage")) or "planned", sku=sku_from_context(ctx, view["name"]),
         pool=ctx.get("bringup_pool", {}), macs=view["macs"], bmc_address=view["bmc_address"],
         address=view["address"], serial=view["serial"], custom_fields={k: choice_value(v) for k, v in cf.items()},
-        url=view["url"], tags=view["tags"], version=version_of(view.get("last_updated")))
+        url=view["url"], tags=view["tags"], version=version_of(view.get("last_updated")),
+        created=instant(view.get("created")))

@@ -35,7 +35,7 @@ from typing import Any
 
 from bringup.errors import NetBoxRequestError
 
-DEVICE_FIELDS = ("id name serial status custom_fields config_context last_updated site { slug } rack { name } "
+DEVICE_FIELDS = ("id name serial status custom_fields config_context created last_updated site { slug } rack { name } "
                  "tags { slug } oob_ip { address } primary_ip4 { address }")
 INTERFACE_FIELDS = "interfaces { name primary_mac_address { mac_address } }"
 #: devices asked for per page (NetBox may answer fewer: its MAX_PAGE_SIZE caps it)
@@ -145,4 +145,4 @@ def device_view(doc: dict[str, Any], web_base: str) -> dict[str, Any]:
             "tags": [str(t.get("slug")) for t in doc.get("tags") or [] if isinstance(t, dict)],
             "bmc_address": _address(doc.get("oob_ip")), "address": _address(doc.get("primary_ip4")),
             "url": f"{web_base.rstrip('/')}/dcim/devices/{node_id}/", "macs": macs,
-            "last_updated": doc.get("last_updated")}
+            "last_updated": doc.get("last_updated"), "created": doc.get("created")}

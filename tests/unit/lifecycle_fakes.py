@@ -26,7 +26,8 @@ class FakeNode:
 
 class MemoryRecords(leases.LeaseOps):
     def __init__(self, *names: str) -> None:
-        self.nodes = {n: FakeNode(n) for n in names}
+        # each a device of one NetBox, as a record read from it names (a spooled result is the device's)
+        self.nodes = {n: FakeNode(n, url=f"http://netbox.test/dcim/devices/{i}/") for i, n in enumerate(names, 1)}
         self.writes: list[tuple[str, dict[str, Any]]] = []
         self.evidence: dict[str, dict[str, Any]] = {}
         #: each node's version (NetBox's ETag): every write moves it on

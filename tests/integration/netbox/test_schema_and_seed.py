@@ -65,6 +65,16 @@ def test_seed_writes_planned_devices_with_macs_and_ips(netbox, lab_fleet, skus):
         assert rec.pool["workload"] == lab_fleet.pools[spec.pool].workload
     assert len(netbox.nodes(rack="r01")) == 6
     assert [n.name for n in netbox.nodes(names=["gpu-r02-n04"])] == ["gpu-r02-n04"]
+    # a node read names its device the same whichever API read it (a spooled result is
+    # replayed only into the device it names: bringup.lifecycle.engine.device_of)
+    from bringup.lifecycle.engine import device_of
+    from bringup.netbox.adapter import NetBox
+    over_rest = {n.name: n for n in NetBox(netbox.api, graphql=False).nodes(site="lab-east")}
+    for name, rec in nodes.items():
+        assert rec.created.endswith("+00:00") and rec.version, (name, rec.created, rec.version)
+        assert (rec.created, rec.url, rec.version) == (over_rest[name].created, over_rest[name].url,
+                                                       over_rest[name].version)
+        assert device_of(rec) == device_of(over_rest[name]) == f"{rec.url} created {rec.created}"
 
 
 def test_seed_before_schema_says_what_to_do(netbox, lab_fleet, skus):

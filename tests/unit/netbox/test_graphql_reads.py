@@ -186,3 +186,11 @@ def test_a_node_read_carries_its_version():
     rec = REC["nodes_query"]
     (node,) = NetBox(Api((rec["status"], rec["answer"]))).nodes(site="lab-east", names=["gpu-r02-n01"], macs=True)
     assert node.version == f'W/"{rec["answer"]["data"]["device_list"][0]["last_updated"]}"'
+
+
+def test_when_netbox_created_a_device_reads_the_same_from_either_api():
+    from bringup.netbox.devices import instant
+    assert "created" in graphql.DEVICE_FIELDS.split()
+    assert instant("2026-12-07T07:32:20.123456Z") == instant("2026-12-07T07:32:20.123456+00:00") \
+        == "2026-12-07T07:32:20.123456+00:00"
+    assert instant(None) == ""

@@ -5,6 +5,7 @@ from what the run saw when NetBox cannot be read."""
 
 from __future__ import annotations
 
+import json
 import stat
 from types import SimpleNamespace
 
@@ -98,10 +99,54 @@ def test_the_spool_is_kept_when_netbox_is_still_down_at_the_rerun(tmp_path):
 
 def test_a_broken_spool_file_is_set_aside_and_the_step_runs_again(tmp_path):
     spool = Spool(tmp_path)
-    p = spool.put("n1", "provisioned", "burn_in", StepResult(node="n1", step="burn_in", ok=True))
+    p = spool.put("n1", "provisioned", "burn_in", StepResult(node="n1", step="burn_in", ok=True), device=DEV1)
     p.write_text('{"node": "n1", "sta')
-    assert spool.find("n1", "provisioned", "burn_in") is None
+    assert spool.find("n1", "provisioned", "burn_in", device=DEV1) is None
     assert p.with_name(p.name + ".bad").exists()
+
+
+DEV1 = "http://netbox.test/dcim/devices/1/"
+
+
+def test_a_result_spooled_for_another_netboxs_node_of_the_same_name_is_not_replayed(tmp_path, caplog):
+    """A controller serving two NetBoxes (or a device created again) spools a result of one
+    ``n1``: the other ``n1`` runs its step itself, and the file is left for its own device."""
+    records, calls = FlakyRecords("n1"), []
+    records.nodes["n1"].stage = State.PROVISIONED.value
+    spool = Spool(tmp_path / "spool")
+    other = StepResult(node="n1", step="burn_in", ok=True, summary="burned in elsewhere",
+                       evidence=[Evidence(kind="burnin", document={"elsewhere": True})])
+    theirs = spool.put("n1", "provisioned", "burn_in", other, device="http://other-netbox:8000/dcim/devices/1/")
+    lc = _lifecycle(records, spool, calls)
+    with caplog.at_level("WARNING", logger="bringup.netbox.spool"):
+        lc.run_step("n1", State.PROVISIONED, "burn_in", {})
+    assert calls == ["burn_in"]                          # run here, not taken from the other NetBox's n1
+    assert records.evidence["n1"]["burnin"] == DOC
+    assert theirs.exists() and "not replayed" in caplog.text
+    assert spool.find("n1", "provisioned", "burn_in", device="http://other-netbox:8000/dcim/devices/1/").path == theirs
+
+
+def test_a_spooled_file_that_names_no_device_is_left_for_a_person(tmp_path, caplog):
+    spool = Spool(tmp_path)
+    p = spool.put("n1", "provisioned", "burn_in", StepResult(node="n1", step="burn_in", ok=True), device=DEV1)
+    doc = json.loads(p.read_text())
+    del doc["device"]                                     # as written before the spool kept it
+    p.write_text(json.dumps(doc))
+    with caplog.at_level("WARNING", logger="bringup.netbox.spool"):
+        assert spool.find("n1", "provisioned", "burn_in", device=DEV1) is None
+    assert p.exists() and "of no named NetBox device" in caplog.text
+    with pytest.raises(ValueError, match="must name its NetBox device"):
+        spool.put("n1", "provisioned", "burn_in", StepResult(node="n1", step="burn_in", ok=True), device="")
+
+
+def test_recording_one_devices_result_forgets_only_that_devices_copies(tmp_path):
+    spool = Spool(tmp_path)
+    ok = StepResult(node="n1", step="burn_in", ok=True)
+    mine = spool.put("n1", "provisioned", "burn_in", ok, device=DEV1)
+    theirs = spool.put("n1", "provisioned", "burn_in", ok.model_copy(update={"summary": "x"}),
+                       device="http://other-netbox:8000/dcim/devices/1/")
+    spool.done(spool.find("n1", "provisioned", "burn_in", device=DEV1))
+    assert not mine.exists() and theirs.exists()
 
 
 def test_netbox_writes_pause_and_retry_through_a_short_outage_then_give_up():
@@ -135,3 +180,14 @@ def test_the_fleet_row_comes_from_the_run_when_netbox_cannot_be_read(tmp_path):
     assert "NetBox could not be read" in row.reasons[0]
     with pytest.raises(NetBoxUnavailable):
         lc.report("n1")
+
+
+def test_a_device_is_named_by_its_url_and_when_netbox_created_it():
+    """A NetBox built again (a lab's, a restore into a new database) gives its devices the
+    same ids at the same URL: the creation time tells its n1 from the old one's."""
+    from bringup.lifecycle.engine import device_of
+    url = "http://127.0.0.1:8000/dcim/devices/4/"
+    old = SimpleNamespace(url=url, created="2026-12-07T06:40:01.5+00:00")
+    new = SimpleNamespace(url=url, created="2026-12-07T07:32:20.1+00:00")
+    assert device_of(old) != device_of(new) and device_of(old).startswith(url)
+    assert device_of(SimpleNamespace(url=url)) == url       # a record read without it: the URL alone
