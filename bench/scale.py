@@ -216,12 +216,13 @@ class Services:
                 "prefect server": procs.pid_of(self.paths.run, "prefect-scale"),
                 "postgresql": procs.pid_of(self.paths.run, "postgres") or _postmaster(self.pg.data)}
 
-    def settings(self, folder: Path, renew_every: float | None = None) -> Path:
+    def settings(self, folder: Path, renew_every: float | None = None, max_inflight: int | None = None) -> Path:
         path = folder / "scale-settings.yaml"
         path.write_text(f"site: {SITE}\nnetbox_url: {self.netbox.url(NETBOX_PORT)}\n"
                         f"netbox_token_file: {self.token_file}\nprefect_api_url: {self.prefect.api_url}\n"
                         f"spool_dir: {folder / 'spool'}\n"
-                        + (f"lease_renew_every_s: {renew_every}\n" if renew_every else ""))
+                        + (f"lease_renew_every_s: {renew_every}\n" if renew_every else "")
+                        + (f"netbox_max_inflight: {max_inflight}\n" if max_inflight else ""))
         return path
 
 
@@ -319,6 +320,9 @@ def main() -> None:
                          "(runs of two versions of the code side by side start from the same NetBox)")
     ap.add_argument("--renew-every", type=float, default=None,
                     help="the settings' lease_renew_every_s (default: bringup's, 71.5 s)")
+    ap.add_argument("--max-inflight", type=int, default=None,
+                    help="the settings' netbox_max_inflight: requests a process has at NetBox at once "
+                         "(default: bringup's, 4; 256 is as good as no bound)")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--child-workers", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--child-config", help=argparse.SUPPRESS)
@@ -334,9 +338,10 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="bringup-scale-"))
     svc = Services()
     svc.start()
-    config = svc.settings(folder, args.renew_every)
+    config = svc.settings(folder, args.renew_every, args.max_inflight)
     print(f"stand-in seconds: {durations}; limits: {LIMITS}; rack size {args.rack_size}; "
           f"lease renewed every {args.renew_every or 'default'} s; "
+          f"NetBox requests in flight per process: {args.max_inflight or 'default'}; "
           f"NetBox {svc.netbox.url(NETBOX_PORT)} (2 gunicorn workers), Prefect on PostgreSQL", flush=True)
     try:
         for n in [int(x) for x in args.nodes.split(",")]:
