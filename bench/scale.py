@@ -183,6 +183,12 @@ class Services:
         self.token_file = self.paths.secrets / "netbox-token"
 
     def start(self) -> None:
+        from lab import procs
+        from lab.paths import HOST, PG_PORT, REDIS_PORT
+        # what the bench starts it stops: a lab's PostgreSQL left behind holds the port the
+        # next `make test` or `make demo` of another lab home needs (seen)
+        self.started = [svc for svc, port in ((self.pg, PG_PORT), (self.redis, REDIS_PORT))
+                        if not procs.port_open(HOST, port)]
         self.pg.start()
         self.redis.start()
         self.netbox.ensure_venv()
@@ -196,6 +202,8 @@ class Services:
     def stop(self) -> None:
         self.netbox.stop(NETBOX_NAME)
         self.prefect.stop()
+        for svc in reversed(getattr(self, "started", [])):
+            svc.stop()
 
     def fresh(self, template: str | None) -> None:
         """The bench NetBox's database as a clone of ``template`` (None: the pristine one)."""
