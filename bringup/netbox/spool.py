@@ -7,8 +7,9 @@ burn-in is hours of GPU time) and overwriting what the first run saw. So the lif
 spools it here and holds the node; the next run of that step for that node replays the
 spooled result into NetBox instead of running the step again.
 
-A result is the result of one NetBox device: the file names the device (its URL in NetBox:
-the server and the device's id), and only a run recording to that device replays it. The
+A result is the result of one NetBox device: the file names the device
+(:func:`bringup.lifecycle.engine.device_of`: its URL, the server and the device's id, and when
+NetBox created it), and only a run recording to that device replays it. The
 spool is the controller's, not a site's: one controller may serve two NetBoxes (a staging and
 a production site, a lab beside them) whose nodes share names, and a device deleted and
 created again is another machine's record. A result spooled for ``fs-r1-n01`` of one NetBox
@@ -64,7 +65,8 @@ class Spooled:
     result: StepResult
     error: str = ""
     at: str = ""
-    #: the NetBox device the result belongs to (its URL); "" in a file written before it was kept
+    #: the NetBox device the result belongs to (``device_of``: URL and creation time); "" in a
+    #: file written before it was kept
     device: str = ""
 
 
@@ -77,7 +79,7 @@ class Spool:
 
     def put(self, node: str, state: str, step: str, result: StepResult, *, device: str, error: str = "") -> Path:
         """Keep ``result`` of ``step`` (in ``state``) of ``node``, the NetBox device at URL
-        ``device``; returns the file."""
+        ``device`` (``device_of``); returns the file."""
         if not device:
             raise ValueError(f"{node}: a spooled result must name its NetBox device")
         doc = {"node": node, "state": state, "step": step, "device": device, "error": error,
