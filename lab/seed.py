@@ -3,17 +3,21 @@ real site records in NetBox by hand or from its DCIM import.
 
 Writes the site, racks, pools (tag + ``bringup_pool`` config context), and each node as a
 ``planned`` device with its interfaces' MACs and its BMC / management IPs. Safe to run
-again: what exists is left as it is.
+again: what exists is left as it is, a MAC or IP address already made for an interface
+included (a create NetBox acted on but did not answer in time). A seed that meets a
+transient NetBox error (a read timeout on a loaded machine) is run again from the top.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bringup.errors import NetBoxError, NotFoundError
+from bringup.errors import NetBoxError, NotFoundError, TransientError
 from bringup.lifecycle.engine import initial_fields
 from bringup.netbox.adapter import DEVICE_ROLE, NetBox, _guard
 from bringup.netbox.schema import marked
@@ -30,6 +34,14 @@ PAGE = 250
 #: interfaces and 25 s for 100 MACs, and the client gave up on the MACs
 DEVICES_A_REQUEST = 5
 OBJECTS_A_REQUEST = 25
+#: pauses before the seed's second and third tries after a transient NetBox error: seen in
+#: a fresh-clone suite run, NetBox took 30 s to PATCH 25 interfaces while three fleets
+#: commissioned beside it on 2 cores, and the seed (and the scenario) failed
+RETRY_PAUSES_S = (5.0, 15.0)
+#: ids a filtered read carries (the URL stays short)
+IDS_A_READ = 100
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -39,10 +51,24 @@ class SeedReport:
     macs: int = 0
 
 
-@_guard
-def seed(nb: NetBox, fleet: FleetProfile, skus: dict[str, SkuSpec]) -> SeedReport:
+def seed(nb: NetBox, fleet: FleetProfile, skus: dict[str, SkuSpec], *,
+         pauses_s: tuple[float, ...] = RETRY_PAUSES_S) -> SeedReport:
     """Write a fleet profile to NetBox: site, racks, pools, devices in status planned,
-    their interfaces' MACs and their BMC / management IPs. Safe to run again."""
+    their interfaces' MACs and their BMC / management IPs. Safe to run again, and run
+    again (after each of ``pauses_s``) when NetBox fails transiently part-way."""
+    for pause in (*pauses_s, None):
+        try:
+            return _seed_once(nb, fleet, skus)
+        except TransientError as exc:
+            if pause is None:
+                raise
+            log.warning("seeding %s: %s; seeding again in %.0f s (what was written stays)", fleet.site, exc, pause)
+            time.sleep(pause)
+    raise AssertionError("unreachable")
+
+
+@_guard
+def _seed_once(nb: NetBox, fleet: FleetProfile, skus: dict[str, SkuSpec]) -> SeedReport:
     a = nb.api
     report = SeedReport()
     role = a.dcim.device_roles.get(slug=DEVICE_ROLE)
@@ -108,7 +134,9 @@ def _seed_interfaces(nb: NetBox, site_id: int, nodes: list[tuple[Any, Any, SkuSp
     ifaces: dict[int, dict[str, Any]] = {}
     for itf in a.dcim.interfaces.filter(site_id=site_id, limit=PAGE):
         ifaces.setdefault(itf.device.id, {})[itf.name] = itf
-    new_macs, new_ips = [], []
+    made_macs, made_ips = _assigned(a, nodes, ifaces)
+    new_macs, new_ips, links = [], [], []
+    updates: dict[int, dict[str, Any]] = {}
     for dev, node, sku in nodes:
         mine = ifaces.get(dev.id, {})
         names = node.interface_names(sku.nics.compute)
@@ -116,22 +144,52 @@ def _seed_interfaces(nb: NetBox, site_id: int, nodes: list[tuple[Any, Any, SkuSp
         if missing:
             raise NetBoxError(f"device {node.name} lacks interfaces {missing} of its device type",
                               hint="check the device type's interface templates (`bringup netbox apply`)")
-        new_macs += [{"mac_address": node.mac_of(n), "assigned_object_type": "dcim.interface",
-                      "assigned_object_id": mine[n].id} for n in names if mine[n].primary_mac_address is None]
+        for n in names:
+            if mine[n].primary_mac_address is not None:
+                continue
+            mac = made_macs.get((mine[n].id, node.mac_of(n).upper()))
+            if mac is not None:     # made by a seed NetBox did not answer: only link it
+                links.append({"id": mine[n].id, "primary_mac_address": mac})
+            else:
+                new_macs.append({"mac_address": node.mac_of(n), "assigned_object_type": "dcim.interface",
+                                 "assigned_object_id": mine[n].id})
         for iface, addr, attr in ((BMC_IFACE, node.bmc_address, "oob_ip"), (MGMT_IFACE, node.address, "primary_ip4")):
             if getattr(dev, attr) is None:
+                ip = made_ips.get((mine[iface].id, f"{addr}/32"))
+                if ip is not None:
+                    updates.setdefault(dev.id, {"id": dev.id})[attr] = ip
+                    continue
                 new_ips.append((dev.id, attr, {"address": f"{addr}/32", "status": "active",
                                                "assigned_object_type": "dcim.interface",
                                                "assigned_object_id": mine[iface].id,
                                                "description": f"{node.name} {iface}"}))
+    for chunk in _chunks(links, OBJECTS_A_REQUEST):
+        a.dcim.interfaces.update(chunk)
     for chunk in _chunks(new_macs, OBJECTS_A_REQUEST):
         made = a.dcim.mac_addresses.create(chunk)
         a.dcim.interfaces.update([{"id": m.assigned_object_id, "primary_mac_address": m.id} for m in made])
-    updates: dict[int, dict[str, Any]] = {}
     for chunk in _chunks(new_ips, OBJECTS_A_REQUEST):
         made = a.ipam.ip_addresses.create([body for _, _, body in chunk])
         for (dev_id, attr, _), ip in zip(chunk, made, strict=True):
             updates.setdefault(dev_id, {"id": dev_id})[attr] = ip.id
     for chunk in _chunks(list(updates.values()), OBJECTS_A_REQUEST):
         a.dcim.devices.update(chunk)
-    return len(new_macs)
+    return len(new_macs) + len(links)
+
+
+def _assigned(a: Any, nodes: list[tuple[Any, Any, SkuSpec]],
+              ifaces: dict[int, dict[str, Any]]) -> tuple[dict[tuple[int, str], int], dict[tuple[int, str], int]]:
+    """MAC and IP address objects already on the interfaces that lack theirs, by
+    (interface id, value): what an earlier seed created before NetBox stopped answering."""
+    lacking = sorted({dev.id for dev, _node, _sku in nodes
+                      if any(itf.primary_mac_address is None for itf in ifaces.get(dev.id, {}).values())})
+    macs: dict[tuple[int, str], int] = {}
+    for ids in _chunks(lacking, IDS_A_READ):
+        for m in a.dcim.mac_addresses.filter(device_id=ids, primary=False, limit=PAGE):
+            macs[(m.assigned_object_id, str(m.mac_address).upper())] = m.id
+    no_ip = sorted({dev.id for dev, _node, _sku in nodes if dev.oob_ip is None or dev.primary_ip4 is None})
+    ips: dict[tuple[int, str], int] = {}
+    for ids in _chunks(no_ip, IDS_A_READ):
+        for ip in a.ipam.ip_addresses.filter(device_id=ids, limit=PAGE):
+            ips[(ip.assigned_object_id, str(ip.address))] = ip.id
+    return macs, ips

@@ -77,6 +77,27 @@ def test_seed_writes_planned_devices_with_macs_and_ips(netbox, lab_fleet, skus):
         assert device_of(rec) == device_of(over_rest[name]) == f"{rec.url} created {rec.created}"
 
 
+def test_a_seed_again_after_creates_netbox_did_not_answer_links_what_they_made(netbox, lab_fleet, skus):
+    """A bulk create NetBox acted on but answered too late leaves a MAC or IP address
+    object on its interface, unlinked; the seed's next try links it instead of creating
+    another (NetBox refuses a second IP of the same address: ENFORCE_GLOBAL_UNIQUE)."""
+    apply_schema(netbox, load_schema())
+    seed(netbox, lab_fleet, skus)
+    a = netbox.api
+    spec = lab_fleet.nodes[0]
+    dev = a.dcim.devices.get(name=spec.name)
+    itf = next(i for i in a.dcim.interfaces.filter(device_id=dev.id) if i.primary_mac_address is not None)
+    itf.update({"primary_mac_address": None})
+    dev.update({"oob_ip": None})
+    macs, ips = a.dcim.mac_addresses.count(), a.ipam.ip_addresses.count()
+    again = seed(netbox, lab_fleet, skus)
+    assert again.macs == 1 and again.created == []
+    assert (a.dcim.mac_addresses.count(), a.ipam.ip_addresses.count()) == (macs, ips)
+    rec = netbox.nodes(names=[spec.name], macs=True)[0]
+    assert rec.macs == {i: spec.mac_of(i) for i in spec.interface_names(8)}
+    assert rec.bmc_address == spec.bmc_address
+
+
 def test_seed_before_schema_says_what_to_do(netbox, lab_fleet, skus):
     from bringup.errors import NotFoundError
     with pytest.raises(NotFoundError, match="bringup netbox apply"):
