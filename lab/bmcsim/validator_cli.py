@@ -2,8 +2,8 @@
 
 The validator (PyPI ``redfish-service-validator`` 2.x) writes two reports on every run: an
 HTML one and an XLSX copy of it built cell by cell with openpyxl styles. The XLSX copy was
-most of a run's CPU (cProfile of one run against the ``dell-idrac`` profile: 62 of 74 s in
-``report.xlsx_report``, 10 s validating), the suite runs the validator once per vendor
+most of a run's CPU (cProfile of one run against the ``board-serial-tray`` profile: 62 of 74 s in
+``report.xlsx_report``, 10 s validating; docs/benchmarks.md), the suite runs the validator once per vendor
 profile on 2 cores (issue #23), and nothing here reads that file: ``check.run_validator``
 judges the console summary and points at the HTML report. The validation, its summary and
 the HTML report are the validator's own, untouched.
