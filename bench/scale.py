@@ -181,6 +181,8 @@ class Services:
         self.prefect = PrefectServer(self.paths, name="prefect-scale",
                                      home=Path(tempfile.mkdtemp(prefix="bringup-scale-prefect-")), port=PREFECT_PORT)
         self.token_file = self.paths.secrets / "netbox-token"
+        #: what start() found down and started, so stop() stops those and no more
+        self.started: list = []
 
     def start(self) -> None:
         from lab import procs
@@ -202,7 +204,7 @@ class Services:
     def stop(self) -> None:
         self.netbox.stop(NETBOX_NAME)
         self.prefect.stop()
-        for svc in reversed(getattr(self, "started", [])):
+        for svc in reversed(self.started):
             svc.stop()
 
     def fresh(self, template: str | None) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from bringup.errors import NetBoxError, NotFoundError, TransientError
 from bringup.lifecycle.engine import initial_fields
 from bringup.netbox.adapter import DEVICE_ROLE, NetBox, _guard
 from bringup.netbox.schema import marked
+from bringup.retry import Backoff, retry
 from bringup.sku import SkuSpec
 
 from .fleet import BMC_IFACE, MGMT_IFACE, FleetProfile
@@ -34,10 +36,11 @@ PAGE = 250
 #: interfaces and 25 s for 100 MACs, and the client gave up on the MACs
 DEVICES_A_REQUEST = 5
 OBJECTS_A_REQUEST = 25
-#: pauses before the seed's second and third tries after a transient NetBox error: seen in
-#: a fresh-clone suite run, NetBox took 30 s to PATCH 25 interfaces while three fleets
-#: commissioned beside it on 2 cores, and the seed (and the scenario) failed
-RETRY_PAUSES_S = (5.0, 15.0)
+#: tries of a seed that meets a transient NetBox error, and the pauses between them (5 s,
+#: then 15 s): seen in a fresh-clone suite run, NetBox took 30 s to PATCH 25 interfaces
+#: while three fleets commissioned beside it on 2 cores, and the seed (and the scenario) failed
+TRIES = 3
+RETRY_BACKOFF = Backoff(first=5.0, factor=3.0, cap=15.0)
 #: ids a filtered read carries (the URL stays short)
 IDS_A_READ = 100
 
@@ -52,19 +55,19 @@ class SeedReport:
 
 
 def seed(nb: NetBox, fleet: FleetProfile, skus: dict[str, SkuSpec], *,
-         pauses_s: tuple[float, ...] = RETRY_PAUSES_S) -> SeedReport:
+         sleep: Callable[[float], None] = time.sleep) -> SeedReport:
     """Write a fleet profile to NetBox: site, racks, pools, devices in status planned,
     their interfaces' MACs and their BMC / management IPs. Safe to run again, and run
-    again (after each of ``pauses_s``) when NetBox fails transiently part-way."""
-    for pause in (*pauses_s, None):
+    again (:data:`TRIES` in all, :data:`RETRY_BACKOFF` between) when NetBox fails
+    transiently part-way."""
+    def once() -> SeedReport:
         try:
             return _seed_once(nb, fleet, skus)
         except TransientError as exc:
-            if pause is None:
-                raise
-            log.warning("seeding %s: %s; seeding again in %.0f s (what was written stays)", fleet.site, exc, pause)
-            time.sleep(pause)
-    raise AssertionError("unreachable")
+            log.warning("seeding %s: %s (what was written stays; a next try, if one is left, "
+                        "goes on from it)", fleet.site, exc)
+            raise
+    return retry(once, attempts=TRIES, retry_on=(TransientError,), backoff=RETRY_BACKOFF, sleep=sleep)
 
 
 @_guard
