@@ -217,7 +217,13 @@ class NetBox:
 
     @_guard
     def macs(self, node_id: int) -> dict[str, str]:
-        """One device's interfaces and their MACs (interface name -> MAC, lower case)."""
+        """One device's interfaces and their MACs (interface name -> MAC, lower case);
+        through GraphQL where served, over REST where not or where its list may be cut."""
+        views = None if self._graphql is False else self._graphql_views(graphql.macs_query(node_id))
+        if views == []:
+            raise NotFoundError(f"device #{node_id} is gone from NetBox")
+        if views and views[0]["macs"] is not None:
+            return views[0]["macs"]
         return self._macs([node_id])[node_id]
 
     @_guard

@@ -61,6 +61,8 @@ def test_seed_writes_planned_devices_with_macs_and_ips(netbox, lab_fleet, skus):
         assert rec.status == "planned" and rec.stage == "planned"
         assert rec.bmc_address == spec.bmc_address and rec.address == spec.address
         assert rec.macs == {i: spec.mac_of(i) for i in spec.interface_names(8)}
+        # discovery's own read of one device's MACs (one GraphQL query) says the same
+        assert netbox.macs(rec.id) == rec.macs
         assert rec.sku.sku == spec.sku
         assert rec.pool["workload"] == lab_fleet.pools[spec.pool].workload
     assert len(netbox.nodes(rack="r01")) == 6

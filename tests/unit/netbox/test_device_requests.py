@@ -130,7 +130,7 @@ def test_a_node_read_without_macs_skips_the_interfaces_and_says_so():
     assert api.calls == ["devices"] and rec.macs is None   # None: not read, never "no MACs"
     (rec,) = NetBox(api, graphql=False).nodes(names=["n1"], macs=True)
     assert rec.macs == {"cx0": "02:00:00:00:00:0a"}
-    assert NetBox(api).macs(7) == {"cx0": "02:00:00:00:00:0a"}
+    assert NetBox(api, graphql=False).macs(7) == {"cx0": "02:00:00:00:00:0a"}
 
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "netbox" / "bulk-patch-netbox-4.7.json"

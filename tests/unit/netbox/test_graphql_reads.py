@@ -158,6 +158,31 @@ def test_a_device_with_a_full_page_of_interfaces_has_its_macs_read_over_rest():
     assert node.macs == {"cx0": "02:00:00:00:00:0a"}
 
 
+def test_one_devices_macs_are_one_query_and_what_netbox_holds():
+    """Discovery's MAC read: NetBox's recorded device with its interfaces (the nodes query
+    asks for the same interface fields), as interface name -> MAC, lower case; no REST."""
+    doc = REC["nodes_query"]["answer"]["data"]["device_list"][0]
+    api = Api((200, {"data": {"device_list": [{"id": doc["id"], "name": doc["name"],
+                                               "interfaces": doc["interfaces"]}]}}))
+    macs = NetBox(api).macs(int(doc["id"]))
+    assert api.rest == 0 and len(api.posts) == 1
+    assert api.posts[0]["variables"] == {"id": str(doc["id"])}
+    assert graphql.INTERFACE_FIELDS in api.posts[0]["query"]
+    assert macs == {i["name"]: i["primary_mac_address"]["mac_address"].lower()
+                    for i in doc["interfaces"] if i["primary_mac_address"]}
+
+
+def test_macs_of_a_device_gone_from_netbox_say_so_and_a_cut_list_is_read_over_rest():
+    with pytest.raises(NotFoundError, match="#7 is gone"):
+        NetBox(Api((200, {"data": {"device_list": []}}))).macs(7)
+    many = [{"name": f"eth{i}", "primary_mac_address": {"mac_address": "02:00:00:00:00:01"}}
+            for i in range(graphql.INTERFACES_PAGE)]
+    api = Api((200, {"data": {"device_list": [_dev(7, interfaces=many)]}}))
+    api.dcim.interfaces = SimpleNamespace(filter=lambda **kw: [SimpleNamespace(
+        name="cx0", device=SimpleNamespace(id=7), primary_mac_address=SimpleNamespace(mac_address="02:00:00:00:00:0A"))])
+    assert NetBox(api).macs(7) == {"cx0": "02:00:00:00:00:0a"}
+
+
 def test_nodes_come_in_the_order_the_rest_api_lists_them():
     """GraphQL pages are in id order; NetBox's REST lists devices by naturalized name, and
     callers (selection, batches, tables) must not see the order change with the API."""
