@@ -35,7 +35,7 @@ from typing import Any, Literal, Self
 
 from bringup.errors import BringupError, ControllerFault, PreconditionFailed
 from bringup.localfiles import pid_alive
-from bringup.netbox.http_retry import CALL_WORST_S, SENDS_WORST_S, WORST_CASE_S
+from bringup.netbox.http_retry import CALL_WORST_S, WORST_CASE_S
 from bringup.retry import Backoff, retry
 from bringup.times import strict_time
 
@@ -44,9 +44,15 @@ FIELD = "bringup_lease"
 # not beside it: a live holder must never see its lease run out because NetBox was slow.
 #: one renewal at its worst: its read and its conditional write, each riding out an outage
 RENEW_WORST_S = 2 * WORST_CASE_S
-#: a run renews its leases this often, counted from the end of the last renewal (half of one
-#: call's sends at their worst: 71.5 s)
-RENEW_EVERY_S = SENDS_WORST_S / 2
+#: a run renews its leases this often, counted from the end of the last renewal. Any cadence
+#: is safe (the lifetime grows with it, :func:`ttl_for`); this one is a quarter of the lease's
+#: life: each renewal is a conditional write of a device detail URL, one of the dearest
+#: requests NetBox serves (220-430 ms of its CPU). Renewing every 71.5 s (half of one call's
+#: sends at their worst, the cadence before) made the lease's writes a quarter of NetBox's
+#: CPU in the flow tests and most of it once walks last hours (docs/capacity.md), for a
+#: lifetime only a fifth shorter (1,123.5 s against 1,352 s): how long a controller that
+#: vanished on another host keeps its nodes
+RENEW_EVERY_S = 300.0
 #: a run records a result only while its lease has at least this long to go: the recording
 #: writes land (one HTTP call's worst case) before anyone else may take the node
 FENCE_MARGIN_S = CALL_WORST_S

@@ -33,6 +33,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group
 
 STALL_S = 90.0
 DELAY_S = 2.0
+#: the stall scenario's lease renewal cadence: several renewals meet the stalled NetBox
+RENEW_IN_STALL_S = 20.0
 
 
 def _commission(nodes, config=None):
@@ -108,10 +110,15 @@ def _netbox_group(srv, lab_paths) -> int:
 
 # more than 120 s (3-5 minutes): one node installed and burned in, with NetBox stopped for 90 s
 def test_netbox_stalled_for_90_s_mid_run_changes_no_verdict_and_loses_no_lease(
-        reseeded, flow_env, flow_netbox, prefect_server, lab_paths, monkeypatch):
+        reseeded, flow_env, flow_netbox, prefect_server, lab_paths, monkeypatch, tmp_path):
     from bringup import pipeline as stages
     from bringup.netbox.adapter import NetBox
     group = _netbox_group(flow_netbox, lab_paths)
+    # renewals every 20 s: several of them meet the stall (at the default cadence, 300 s,
+    # a one-node walk might renew only once, before or after it)
+    settings = {**yaml.safe_load(flow_env.read_text()), "lease_renew_every_s": RENEW_IN_STALL_S}
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(settings))
     real_install, real_post = stages.STEPS["install"], NetBox._post_journal
     installed: list[str] = []
     stalls: list[threading.Thread] = []
@@ -141,7 +148,7 @@ def test_netbox_stalled_for_90_s_mid_run_changes_no_verdict_and_loses_no_lease(
     monkeypatch.setattr(NetBox, "_post_journal", first_entry_after_the_install_meets_a_stall)
     began = time.monotonic()
     try:
-        rows = _commission(["ft-r02-n04"])
+        rows = _commission(["ft-r02-n04"], config=config)
     finally:
         for t in stalls:
             t.join()
@@ -150,7 +157,7 @@ def test_netbox_stalled_for_90_s_mid_run_changes_no_verdict_and_loses_no_lease(
     assert installed == ["ft-r02-n04"] and len(stalls) == 1, (installed, stalls)
     assert took > STALL_S
     _assert_verdicts(rows, reseeded, {"ft-r02-n04": ("quarantined", "79")}, burned_in={"ft-r02-n04"})
-    _no_spooled_results(flow_env, rows)
+    _no_spooled_results(config, rows)
     # bounded: the walk (about a minute) plus the stall plus the calls it cut short
     assert took < 600, took
 
