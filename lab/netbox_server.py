@@ -78,12 +78,21 @@ LOGIN_REQUIRED = True
 '''
 
 WSGI = '''\
-"""gunicorn entry point: NetBox's WSGI app with WhiteNoise serving /static/."""
+"""gunicorn entry point: NetBox's WSGI app with WhiteNoise serving /static/.
+
+Loaded once in gunicorn's master (--preload) with NetBox's URL configuration (its REST
+routers and GraphQL schema, otherwise built by each worker at its first request): the
+workers fork with all of it, so a server starts for one NetBox import, not one a worker.
+Nothing here opens a connection: Django opens its database and Redis connections in the
+worker that first needs them."""
 import os
 
+from django.urls import get_resolver
 from whitenoise import WhiteNoise
 
 from netbox.wsgi import application as _netbox
+
+get_resolver().url_patterns   # noqa: B018  (imports the URL configuration now)
 
 application = WhiteNoise(_netbox, root=os.path.join(os.environ["NETBOX_ROOT"], "static"), prefix="static/")
 '''
@@ -274,7 +283,7 @@ class NetBox:
             return
         procs.start(name, [str(self.venv / "bin/gunicorn"), "--bind", f"{HOST}:{port}",
                            "--workers", str(workers), "--threads", "4", "--timeout", "120",
-                           "--max-requests", "5000", "--max-requests-jitter", "500",
+                           "--max-requests", "5000", "--max-requests-jitter", "500", "--preload",
                            *self._control_socket(name),
                            "--chdir", str(self.root), "bringup_wsgi:application"],
                     run_dir=self.paths.run, log_dir=self.paths.logs,
