@@ -94,6 +94,23 @@ def _node_cpu(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def start_nodes(home: Path, fleet, manifest: ImageManifest) -> tuple[SshAccess, dict[str, dict[str, Any]], list[int]]:
+    """The fleet's nodes installed and their sshd running under ``home``, then this process
+    made the subreaper (after the nodes started: their sshd daemons must not become ours;
+    the ssh ControlMasters detach from ansible's ssh clients and come back to us to be
+    reaped). Returns the access, the hosts and the nodes' sshd pids."""
+    client_key(home)
+    for n in fleet.nodes:
+        preinstall(n, home, manifest)
+    access = SshAccess(getpass.getuser(), home / "secrets" / "id_ed25519", known_hosts_path(home))
+    hosts = {n.name: {"address": n.address, "port": n.ssh_port} for n in fleet.nodes}
+    pids = [sshd_pid(home, n.name) for n in fleet.nodes]
+    if not all(pids):
+        raise SystemExit(f"not every node's sshd runs: {pids}")
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    return access, hosts, pids
+
+
 def _outcome(steps: dict) -> dict:
     return {n: (s.ok, s.unreachable, s.reason, s.facts) for n, s in sorted(steps.items())}
 
@@ -114,17 +131,7 @@ def main() -> None:
     fleet = loads_fleet("\n".join(lines) + "\n", nic_counts(load_skus()))
     manifest = load_manifest("ubuntu-2404-cuda128")
     try:
-        client_key(home)
-        for n in fleet.nodes:
-            preinstall(n, home, manifest)
-        access = SshAccess(getpass.getuser(), home / "secrets" / "id_ed25519", known_hosts_path(home))
-        hosts = {n.name: {"address": n.address, "port": n.ssh_port} for n in fleet.nodes}
-        pids = [sshd_pid(home, n.name) for n in fleet.nodes]
-        if not all(pids):
-            raise SystemExit(f"not every node's sshd runs: {pids}")
-        # after the nodes started (their sshd daemons must not become ours): the ssh
-        # ControlMasters detach from ansible's ssh clients and come back to us to be reaped
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        access, hosts, pids = start_nodes(home, fleet, manifest)
         ways = {"two-runs": two_runs, "one-run": one_run}
         figures: dict[str, list[tuple[float, float, float]]] = {w: [] for w in ways}
         outcomes = {}

@@ -106,3 +106,43 @@ def test_no_log_secrets_never_reach_the_result(node_lab, tmp_path):
     assert not res.ok
     assert "no_log" in res.hosts["ok"].reason()
     assert secret not in repr(res)
+
+
+#: a play that writes one file through tasks/write_file.yml and says whether it changed it
+_WRITE = """\
+- hosts: all
+  gather_facts: false
+  tasks:
+    - ansible.builtin.import_tasks: tasks/sysroot.yml
+    - ansible.builtin.import_tasks: tasks/write_file.yml
+      vars:
+        file_path: "{{ node_root }}/etc/bringup-write-test.conf"
+        file_text: "{{ text }}"
+    - ansible.builtin.set_fact:
+        wrote: "{{ written.changed }}"
+"""
+
+
+def test_a_file_written_through_raw_is_written_whole_and_changed_only_when_it_differs(node_lab, tmp_path):
+    """tasks/write_file.yml (the playbooks' files, without the copy module's two module runs
+    on the node): the text byte for byte whatever its quotes, mode 644, a change reported
+    only when the text or the mode differed, as the copy module reports it."""
+    (tmp_path / "tasks").symlink_to(Path(ansible_steps.__file__).resolve().parents[2] / "playbooks" / "tasks")
+    (tmp_path / "write.yml").write_text(_WRITE)
+    path = NodeDir(node_lab.home, "ok").root / "etc/bringup-write-test.conf"
+    path.unlink(missing_ok=True)
+
+    def write(text: str) -> bool:
+        res = run_playbook("write.yml", {"ok": node_lab.host("ok")}, {"text": text}, node_lab.access,
+                           playbooks_dir=tmp_path)
+        assert res.ok, res.hosts["ok"].reason()
+        return res.hosts["ok"].facts["wrote"]
+
+    text = "# it's \"quoted\", $HOME stays, %s and \\n stay\nkey = value\n\n"
+    assert write(text) is True
+    assert path.read_text() == text and (path.stat().st_mode & 0o777) == 0o644
+    assert write(text) is False                       # the same text: nothing to do
+    path.chmod(0o600)
+    assert write(text) is True and (path.stat().st_mode & 0o777) == 0o644
+    assert write("key = other\n") is True and path.read_text() == "key = other\n"
+    assert not list(path.parent.glob("*.bringup-new"))

@@ -107,6 +107,27 @@ def test_pack_agent_leaves_caches_out(tmp_path):
     assert not any("__pycache__" in n for n in names)
 
 
+def test_the_agent_installer_carries_the_archive_and_unpacks_it_into_its_argument(tmp_path):
+    """burnin.yml and sharing.yml send the installer with ansible.builtin.script (no module
+    run on the node): a shell script whose here-document is the archive, byte for byte, and
+    which unpacks it into the folder it is given."""
+    import base64
+
+    from bringup.provision.ansible_steps import INSTALLER_END, agent_installer
+    agent = tmp_path / "burnin"
+    agent.mkdir()
+    (agent / "__main__.py").write_text("print('x')\n")
+    archive = pack_agent(agent, tmp_path, {"checks": ["ecc"]})
+    script = agent_installer(archive)
+    assert script.parent == archive.parent and script.name == "burnin-install.sh"
+    lines = script.read_text().splitlines()
+    assert lines[0] == "#!/bin/sh" and "set -eu" in lines and 'cd "$1"' in lines
+    start = lines.index(f"base64 -d > .bringup-agent.tar.gz <<'{INSTALLER_END}'")
+    end = lines.index(INSTALLER_END)
+    assert base64.b64decode("".join(lines[start + 1:end])) == archive.read_bytes()
+    assert lines[end + 1:] == ["tar -xzf .bringup-agent.tar.gz --no-same-owner", "rm -f .bringup-agent.tar.gz"]
+
+
 def test_pack_agent_carries_the_plan_beside_the_package(tmp_path):
     """burnin.yml moves plan.json from the archive to the node's work folder: the plan is
     in the archive, readable, and the package still unpacks under burnin/."""

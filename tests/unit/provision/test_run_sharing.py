@@ -4,6 +4,8 @@ brought back, and a node that drops off or leaves no document, or a garbled one.
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import shlex
 import tarfile
@@ -16,12 +18,19 @@ from bringup.provision import ansible_steps
 from bringup.remote.ansible import HostResult, PlaybookResult
 
 
+def installed(script: Path) -> bytes:
+    """The archive an agent installer carries (its here-document, base64)."""
+    text = script.read_text()
+    body = text.split(f"<<'{ansible_steps.INSTALLER_END}'\n", 1)[1].split(f"\n{ansible_steps.INSTALLER_END}\n", 1)[0]
+    return base64.b64decode(body)
+
+
 def fake(monkeypatch, *, document: str | None, unreachable: bool = False) -> list:
     calls = []
 
     def play(playbook, hosts, extravars, access, **kw):
         calls.append((playbook, dict(extravars), kw))
-        with tarfile.open(extravars["sharing_archive"]) as tar:
+        with tarfile.open(fileobj=io.BytesIO(installed(Path(extravars["sharing_installer"])))) as tar:
             calls.append(sorted(n for n in tar.getnames() if "/" not in n))
         if document is not None:
             (Path(extravars["sharing_fetch_dir"]) / "n1.json").write_text(document)
