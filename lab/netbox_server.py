@@ -84,8 +84,13 @@ Loaded once in gunicorn's master (--preload) with NetBox's URL configuration (it
 routers and GraphQL schema, otherwise built by each worker at its first request): the
 workers fork with all of it, so a server starts for one NetBox import, not one a worker.
 Nothing here opens a connection: Django opens its database and Redis connections in the
-worker that first needs them."""
+worker that first needs them.
+
+With BRINGUP_LAB_NETBOX_CPU_LOG set to a file, each request appends one line to it: the
+CPU its thread spent (until gunicorn closed the answer), the wall time, the database,
+the method, path and query (bench/netbox_cpu_log.py sums them by endpoint)."""
 import os
+import time
 
 from django.urls import get_resolver
 from whitenoise import WhiteNoise
@@ -94,7 +99,43 @@ from netbox.wsgi import application as _netbox
 
 get_resolver().url_patterns   # noqa: B018  (imports the URL configuration now)
 
-application = WhiteNoise(_netbox, root=os.path.join(os.environ["NETBOX_ROOT"], "static"), prefix="static/")
+_served = WhiteNoise(_netbox, root=os.path.join(os.environ["NETBOX_ROOT"], "static"), prefix="static/")
+_CPU_LOG = os.environ.get("BRINGUP_LAB_NETBOX_CPU_LOG", "")
+
+
+class _Timed:
+    """An answer whose close() (gunicorn's, in the request's thread, after the last
+    chunk) logs what the request cost."""
+
+    def __init__(self, body, environ, cpu0, wall0):
+        self.body, self.environ, self.cpu0, self.wall0 = body, environ, cpu0, wall0
+
+    def __iter__(self):
+        return iter(self.body)
+
+    def close(self):
+        try:
+            if hasattr(self.body, "close"):
+                self.body.close()
+        finally:
+            e = self.environ
+            line = "%.3f %.1f %.1f %s %s %s %s\\n" % (
+                self.wall0, (time.thread_time() - self.cpu0) * 1000, (time.time() - self.wall0) * 1000,
+                os.environ.get("BRINGUP_NETBOX_DB", "-"), e.get("REQUEST_METHOD", "-"), e.get("PATH_INFO", "-"),
+                (e.get("QUERY_STRING") or "-")[:300].replace(" ", "+"))
+            # one write of a line under PIPE_BUF with O_APPEND: whole, whichever process wrote it
+            fd = os.open(_CPU_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, line.encode())
+            finally:
+                os.close(fd)
+
+
+def application(environ, start_response):
+    if not _CPU_LOG:
+        return _served(environ, start_response)
+    cpu0, wall0 = time.thread_time(), time.time()
+    return _Timed(_served(environ, start_response), environ, cpu0, wall0)
 '''
 
 # one Django start: first what `migrate` would still apply (none, after a migrate or the

@@ -3,23 +3,12 @@ under what spent it."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[3] / "bench" / "suite_cpu.py"
 
 
 @pytest.fixture(scope="module")
-def suite_cpu():
-    spec = importlib.util.spec_from_file_location("suite_cpu", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["suite_cpu"] = module       # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("suite_cpu", None)
+def suite_cpu(load_bench):
+    return load_bench("suite_cpu")
 
 
 def record(m, pid, ppid, start, comm, utime_ticks, stime_ticks=0, version=3):
