@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from bench_scripts import load, unload
 
 SCRIPT = Path(__file__).resolve().parents[3] / "bench" / "netbox_cpu_log.py"
 
@@ -20,8 +21,9 @@ LINES = """\
 
 
 @pytest.fixture(scope="module")
-def cpu_log(load_bench):
-    return load_bench("netbox_cpu_log")
+def cpu_log():
+    yield load("netbox_cpu_log")
+    unload("netbox_cpu_log")
 
 
 def test_requests_are_summed_by_endpoint_with_ids_folded(cpu_log, tmp_path, capsys):

@@ -4,11 +4,13 @@ under what spent it."""
 from __future__ import annotations
 
 import pytest
+from bench_scripts import load, unload
 
 
 @pytest.fixture(scope="module")
-def suite_cpu(load_bench):
-    return load_bench("suite_cpu")
+def suite_cpu():
+    yield load("suite_cpu")
+    unload("suite_cpu")
 
 
 def record(m, pid, ppid, start, comm, utime_ticks, stime_ticks=0, version=3):
