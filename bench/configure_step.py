@@ -31,6 +31,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -94,21 +96,29 @@ def _node_cpu(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def start_nodes(home: Path, fleet, manifest: ImageManifest) -> tuple[SshAccess, dict[str, dict[str, Any]], list[int]]:
-    """The fleet's nodes installed and their sshd running under ``home``, then this process
-    made the subreaper (after the nodes started: their sshd daemons must not become ours;
-    the ssh ControlMasters detach from ansible's ssh clients and come back to us to be
-    reaped). Returns the access, the hosts and the nodes' sshd pids."""
-    client_key(home)
-    for n in fleet.nodes:
-        preinstall(n, home, manifest)
-    access = SshAccess(getpass.getuser(), home / "secrets" / "id_ed25519", known_hosts_path(home))
-    hosts = {n.name: {"address": n.address, "port": n.ssh_port} for n in fleet.nodes}
-    pids = [sshd_pid(home, n.name) for n in fleet.nodes]
-    if not all(pids):
-        raise SystemExit(f"not every node's sshd runs: {pids}")
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    return access, hosts, pids
+@contextmanager
+def running_nodes(tmp: Path, fleet, manifest: ImageManifest) -> Iterator[tuple[SshAccess, dict[str, dict[str, Any]], list[int]]]:
+    """The fleet's nodes installed and their sshd running under ``tmp``/home, then this
+    process made the subreaper (after the nodes started: their sshd daemons must not become
+    ours; the ssh ControlMasters detach from ansible's ssh clients and come back to us to be
+    reaped). Yields the access, the hosts and the nodes' sshd pids; stops the nodes and
+    removes ``tmp`` at the end."""
+    home = tmp / "home"
+    try:
+        client_key(home)
+        for n in fleet.nodes:
+            preinstall(n, home, manifest)
+        access = SshAccess(getpass.getuser(), home / "secrets" / "id_ed25519", known_hosts_path(home))
+        hosts = {n.name: {"address": n.address, "port": n.ssh_port} for n in fleet.nodes}
+        pids = [sshd_pid(home, n.name) for n in fleet.nodes]
+        if not all(pids):
+            raise SystemExit(f"not every node's sshd runs: {pids}")
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        yield access, hosts, pids
+    finally:
+        for n in fleet.nodes:
+            stop_sshd(home, n.name)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _outcome(steps: dict) -> dict:
@@ -122,7 +132,6 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-configure-"))
-    home = tmp / "home"
     specs = [(f"ok{i}", "[]") for i in range(1, args.nodes + 1)]
     specs += [(f"drift{i}", '[{kind: driver_drift, value: "570.86.15"}]') for i in range(1, args.drift + 1)]
     lines = ["site: t", "pools: {p: {}}", "nodes:"]
@@ -130,8 +139,7 @@ def main() -> None:
               f"address: {NET}.{i}, faults: {faults}}}" for i, (name, faults) in enumerate(specs, 1)]
     fleet = loads_fleet("\n".join(lines) + "\n", nic_counts(load_skus()))
     manifest = load_manifest("ubuntu-2404-cuda128")
-    try:
-        access, hosts, pids = start_nodes(home, fleet, manifest)
+    with running_nodes(tmp, fleet, manifest) as (access, hosts, pids):
         ways = {"two-runs": two_runs, "one-run": one_run}
         figures: dict[str, list[tuple[float, float, float]]] = {w: [] for w in ways}
         outcomes = {}
@@ -158,10 +166,6 @@ def main() -> None:
                 if outcomes["two-runs"][node] != outcomes["one-run"][node]:
                     print(f"  {node}: two-runs {outcomes['two-runs'][node]}\n  {node}: one-run  {outcomes['one-run'][node]}")
             raise SystemExit(1)
-    finally:
-        for n in fleet.nodes:
-            stop_sshd(home, n.name)
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

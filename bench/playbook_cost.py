@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import shutil
 import statistics
 import subprocess
 import sys
@@ -35,14 +34,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from configure_step import _controller_cpu, _node_cpu, _reap, start_nodes
+from configure_step import _controller_cpu, _node_cpu, _reap, running_nodes
 
 from bringup.provision.ansible_steps import agent_installer, pack_agent
 from bringup.provision.image import load_manifest, pin_vars
 from bringup.remote.ansible import run_playbook
 from bringup.sku import load_skus, nic_counts
 from lab.fleet import loads_fleet
-from lab.nodes.sshd import stop_sshd
 
 REPO = Path(__file__).resolve().parent.parent
 #: loopback addresses no test and no other bench uses
@@ -105,7 +103,6 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-playbooks-"))
-    home = tmp / "home"
     lines = ["site: t", "pools: {p: {}}", "nodes:"]
     lines += [f"  - {{name: n{i}, rack: r1, sku: hgx-h100-80gb, pool: p, bmc_address: 127.96.241.{i}, "
               f"address: {NET}.{i}}}" for i in range(1, args.nodes + 1)]
@@ -114,8 +111,7 @@ def main() -> None:
     dirs = {"before": playbooks_of(args.before, tmp / "before"), "after": REPO / "playbooks"}
     fetch = tmp / "fetch"
     fetch.mkdir()
-    try:
-        access, hosts, pids = start_nodes(home, fleet, manifest)
+    with running_nodes(tmp, fleet, manifest) as (access, hosts, pids):
         todo = plays(manifest, stand_in_agent(tmp), fetch)
         figures: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for rnd in range(args.rounds + 1):
@@ -136,10 +132,6 @@ def main() -> None:
         for (playbook, way), runs in figures.items():
             print(f"playbook_cost: {playbook} {way} controller_cpu_s {statistics.median(c for c, _ in runs):.2f} "
                   f"node_cpu_s {statistics.median(n for _, n in runs):.2f}")
-    finally:
-        for n in fleet.nodes:
-            stop_sshd(home, n.name)
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
