@@ -85,6 +85,32 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError("\n  ".join(["tests that could run beside their fleet lab:", *problems]))
 
 
+#: the suite's schedule (tests/timeline.py), collected by the controller from its workers
+_PHASES: list = []
+
+
+def pytest_runtest_logreport(report):
+    if ports.WORKER:
+        return      # the controller gets every worker's reports, with their start and stop
+    import timeline
+    node = getattr(report, "node", None)
+    worker = getattr(node, "workerinput", {}).get("workerid", "main") if node is not None else "main"
+    _PHASES.append(timeline.Phase(worker=worker, nodeid=report.nodeid, when=report.when,
+                                  start=report.start, stop=report.stop))
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """Where the wall time went, beside --durations: each worker's groups and when it
+    went idle (item 4 of issue #23); BRINGUP_TEST_TIMELINE=FILE keeps every phase."""
+    import timeline
+    if os.environ.get("BRINGUP_TEST_TIMELINE") and _PHASES:
+        timeline.write(Path(os.environ["BRINGUP_TEST_TIMELINE"]), _PHASES)
+    if getattr(config.option, "numprocesses", None) and _PHASES:
+        terminalreporter.write_sep("=", "worker timeline (s from the first test)")
+        for line in timeline.lines(_PHASES):
+            terminalreporter.write_line(line)
+
+
 def pytest_unconfigure(config):
     shutil.rmtree(os.environ.get("BRINGUP_STATE_DIR", ""), ignore_errors=True)
 
