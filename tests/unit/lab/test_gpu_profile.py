@@ -12,7 +12,7 @@ from bringup.sku import load_skus
 from burnin.parsers.nccl import assess, parse_nccl_run
 from lab.bmcsim.hardware import gpu_serial
 from lab.fleet import Fault, NodeSpec
-from lab.gpu.profile import nvml_profile, tool_profile
+from lab.gpu.profile import NODE_SYSTEM_PATH, node_env, nvml_profile, tool_profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "lab" / "gpu" / "tools"))
 import standin  # the node's tool stand-in, beside its standin_fabric
@@ -142,3 +142,15 @@ def test_mig_pending_fault_marks_one_gpu_or_all():
     # a missing GPU renumbers the rest: the fault follows the physical board
     moved = nvml_profile(node({"kind": "missing_gpu", "gpu": 0}, {"kind": "mig_pending", "gpu": 3}), SKU, VERSIONS)
     assert [k for k in moved if k.endswith(".mig_pending")] == ["gpu.2.mig_pending"]
+
+
+def test_a_node_session_finds_the_stand_ins_then_the_nodes_own_system_folders(monkeypatch, tmp_path):
+    """Not the controller's PATH first: its python3 may be a pyenv shim (a shell script of
+    some 40 processes for each tool a node runs); a node's python3 is the system's."""
+    monkeypatch.setenv("PATH", "/root/.pyenv/shims:/opt/elsewhere/bin:/usr/bin")
+    env = node_env(tmp_path / "root", tmp_path / "nvml")
+    dirs = env["PATH"].split(":")
+    assert dirs[0] == str(tmp_path / "root" / "usr/local/bin") == env["PATH_PREFIX"]
+    assert dirs[1:7] == NODE_SYSTEM_PATH.split(":") == ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin",
+                                                         "/sbin", "/bin"]
+    assert dirs[7:] == ["/root/.pyenv/shims", "/opt/elsewhere/bin", "/usr/bin"]   # a fallback only
