@@ -26,7 +26,8 @@ TEST_WORKERS ?= 3
 # `lab prepare` installs NetBox and builds its pristine database once (restored from
 # lab/netbox-db/ in seconds; see docs/netbox-dump.md) before any test's time limit
 # starts; it prints each step with its time and `lab prepared in N s`, and pytest the 30
-# slowest tests (pyproject's --durations) and the total, so both times show in CI's log
+# slowest tests (pyproject's --durations), the total, and each worker's schedule (its fleet
+# groups and when it went idle: tests/timeline.py), so all show in CI's log
 test: deps
 	.venv/bin/bringup lab prepare
 	.venv/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup
