@@ -20,8 +20,9 @@ from typing import Any
 
 from bringup.errors import NetBoxError, NotFoundError, TransientError
 from bringup.lifecycle.engine import initial_fields
-from bringup.netbox.adapter import DEVICE_ROLE, NetBox, _guard
+from bringup.netbox.adapter import DEVICE_ROLE, NetBox
 from bringup.netbox.schema import marked
+from bringup.netbox.status_map import guard as _guard
 from bringup.retry import Backoff, retry
 from bringup.sku import SkuSpec
 

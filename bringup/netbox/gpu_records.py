@@ -46,8 +46,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from bringup.errors import NetBoxRequestError
-from bringup.netbox.adapter import _guard
 from bringup.netbox.devices import choice_value
+from bringup.netbox.status_map import guard as _guard
 
 if TYPE_CHECKING:
     from bringup.netbox.adapter import NetBox
