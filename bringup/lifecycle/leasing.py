@@ -27,6 +27,7 @@ from typing import Any
 from bringup.errors import BringupError, held_reason
 from bringup.lifecycle.ports import Records
 from bringup.netbox import lease as leases
+from bringup.netbox.lease_renewer import Renewer
 
 log = logging.getLogger(__name__)
 #: how long a record NetBox answered this run's own write with counts as read now: the
@@ -132,7 +133,7 @@ class Leasing:
         self.records.release(node, holder)
 
     def renewer(self, name: str, holder: str, *, ttl: float | None = None, every: float | None = None,
-                logger: Any = None) -> leases.Renewer:
+                logger: Any = None) -> Renewer:
         """The renewer of a lease taken with :meth:`acquire` (a context manager: renews on a
         thread while the block runs, then gives the lease back). If it stops early, the
         walk's next fence stops the walk at once. By default it renews at this engine's
@@ -143,7 +144,7 @@ class Leasing:
             tenancy = self._tenancy.get((name, holder))
             if tenancy is not None:
                 tenancy.stopped = why
-        return leases.Renewer(lambda: self.renew(name, holder, ttl), lambda: self.release(name, holder),
+        return Renewer(lambda: self.renew(name, holder, ttl), lambda: self.release(name, holder),
                               every=every, logger=logger, node=name, on_stop=stopped)
 
     # --- the fence -----------------------------------------------------------------------------------

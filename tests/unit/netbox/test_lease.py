@@ -18,7 +18,8 @@ from bringup.lifecycle.engine import STEP_NAMES, Lifecycle, State
 from bringup.lifecycle.results import Evidence, StepResult
 from bringup.netbox import lease as leases
 from bringup.netbox.adapter import NetBox
-from bringup.netbox.lease import Claimant, Lease, LeaseHeld, LeaseLost, Renewer, decide, fence
+from bringup.netbox.lease import Claimant, Lease, LeaseHeld, LeaseLost, decide, fence
+from bringup.netbox.lease_renewer import Renewer
 from bringup.netbox.records import NetBoxRecords
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

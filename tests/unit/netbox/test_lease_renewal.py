@@ -12,7 +12,8 @@ from datetime import UTC, datetime, timedelta
 from bringup.errors import NetBoxUnavailable
 from bringup.netbox import http_retry
 from bringup.netbox import lease as leases
-from bringup.netbox.lease import Claimant, Lease, Renewer, fence
+from bringup.netbox.lease import Claimant, Lease, fence
+from bringup.netbox.lease_renewer import Renewer
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 A = Claimant(run="run-a", host="ctl-1", pid=100, pidns="pid:[1]")
