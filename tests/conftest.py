@@ -22,6 +22,7 @@ from pathlib import Path
 
 import ports
 import pytest
+import timeline
 
 from bringup.netbox.adapter import NetBox, connect
 from bringup.sku import load_skus, nic_counts
@@ -92,9 +93,8 @@ _PHASES: list = []
 def pytest_runtest_logreport(report):
     if ports.WORKER:
         return      # the controller gets every worker's reports, with their start and stop
-    import timeline
-    node = getattr(report, "node", None)
-    worker = getattr(node, "workerinput", {}).get("workerid", "main") if node is not None else "main"
+    # a report from an xdist worker carries its controller (``node``); a serial run's has none
+    worker = getattr(getattr(report, "node", None), "workerinput", {}).get("workerid", "main")
     _PHASES.append(timeline.Phase(worker=worker, nodeid=report.nodeid, when=report.when,
                                   start=report.start, stop=report.stop))
 
@@ -102,7 +102,6 @@ def pytest_runtest_logreport(report):
 def pytest_terminal_summary(terminalreporter, config):
     """Where the wall time went, beside --durations: each worker's groups and when it
     went idle (item 4 of issue #23); BRINGUP_TEST_TIMELINE=FILE keeps every phase."""
-    import timeline
     if os.environ.get("BRINGUP_TEST_TIMELINE") and _PHASES:
         timeline.write(Path(os.environ["BRINGUP_TEST_TIMELINE"]), _PHASES)
     if getattr(config.option, "numprocesses", None) and _PHASES:
