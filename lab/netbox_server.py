@@ -204,9 +204,6 @@ class NetBox:
         marker = self.venv / ".bringup-installed"
         if marker.exists():
             return False
-        self.base.mkdir(parents=True, exist_ok=True)
-        if self.venv.exists():
-            shutil.rmtree(self.venv)  # a half-finished install: start over
         # uv, the project's installer (the dev group): 9.5 s where pip took 63 s (resolving,
         # unpacking, compiling psycopg-c); --compile-bytecode as pip does, since CI sets
         # PYTHONDONTWRITEBYTECODE and every NetBox process would compile its imports again
@@ -214,6 +211,9 @@ class NetBox:
         if not uv.exists():
             raise LabError(f"uv is missing beside {sys.executable}: the lab installs NetBox with it",
                            hint="run ./scripts/bootstrap")
+        self.base.mkdir(parents=True, exist_ok=True)
+        if self.venv.exists():
+            shutil.rmtree(self.venv)  # a half-finished install: start over
         subprocess.run([find_python312(), "-m", "venv", "--without-pip", str(self.venv)], check=True)
         override = self.base / "overrides.txt"
         override.write_text(PSYCOPG_REQUIREMENT + "\n")

@@ -145,7 +145,7 @@ class Leasing:
             if tenancy is not None:
                 tenancy.stopped = why
         return Renewer(lambda: self.renew(name, holder, ttl), lambda: self.release(name, holder),
-                              every=every, logger=logger, node=name, on_stop=stopped)
+                       every=every, logger=logger, node=name, on_stop=stopped)
 
     # --- the fence -----------------------------------------------------------------------------------
     def _fence(self, node: Any, holder: str | None, current: Any = UNREAD) -> None:
